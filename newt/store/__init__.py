@@ -1,0 +1,62 @@
+"""newt's SQLite store: one aiosqlite connection, numbered migrations, repositories."""
+
+from newt.store.capabilities import CapabilityRepo
+from newt.store.conversations import ConversationRepo, TurnRepo, make_title
+from newt.store.db import Database
+from newt.store.errors import DatabaseTooNewError, NotADatabaseError, StoreError
+from newt.store.migrations import SCHEMA_VERSION
+from newt.store.models import (
+    Conversation,
+    MemoryRecord,
+    ModelCapabilities,
+    StoredTurn,
+)
+from newt.store.notes import NoteRepo
+from newt.store.records import RecordRepo
+
+
+class Store:
+    """The database plus one of each repository, for callers that want them all."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.conversations = ConversationRepo(db)
+        self.turns = TurnRepo(db)
+        self.notes = NoteRepo(db)
+        self.records = RecordRepo(db)
+        self.capabilities = CapabilityRepo(db)
+
+    @classmethod
+    async def open(cls, path: object) -> "Store":
+        from pathlib import Path
+
+        return cls(await Database.open(Path(str(path))))
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def __aenter__(self) -> "Store":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CapabilityRepo",
+    "Conversation",
+    "ConversationRepo",
+    "Database",
+    "DatabaseTooNewError",
+    "MemoryRecord",
+    "ModelCapabilities",
+    "NotADatabaseError",
+    "NoteRepo",
+    "RecordRepo",
+    "Store",
+    "StoreError",
+    "StoredTurn",
+    "TurnRepo",
+    "make_title",
+]

@@ -1,0 +1,238 @@
+"""Conversations and their durable turn log."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+
+import aiosqlite
+
+from newt.store.db import Database
+from newt.store.models import Conversation, StoredTurn, TurnStatus
+from newt.store.records import insert_record
+
+TITLE_CHARS = 60
+
+
+def make_title(text: str) -> str:
+    """A one-line title from the first user message."""
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def _turn(row: aiosqlite.Row) -> StoredTurn:
+    return StoredTurn(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        kind=row["kind"],
+        status=row["status"],
+        user=row["user"],
+        assistant=row["assistant"],
+        tokens_in=row["tokens_in"],
+        tokens_out=row["tokens_out"],
+        resident_turns=row["resident_turns"],
+        used_after=row["used_after"],
+        tool_events=json.loads(row["tool_events"] or "[]"),
+        error=row["error"],
+        created_at=row["created_at"],
+    )
+
+
+def _conversation(row: aiosqlite.Row) -> Conversation:
+    return Conversation(
+        id=row["id"],
+        title=row["title"],
+        model=row["model"],
+        base_url=row["base_url"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        turn_count=row["turn_count"],
+    )
+
+
+_CONVERSATION_SELECT = """
+    SELECT c.*, (SELECT COUNT(*) FROM turns t
+                 WHERE t.conversation_id = c.id AND t.kind = 'turn') AS turn_count
+    FROM conversations c
+"""
+
+
+class ConversationRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def create(self, *, title: str = "", model: str = "", base_url: str = "") -> Conversation:
+        now = time.time()
+        conv_id = uuid.uuid4().hex
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO conversations(id, title, model, base_url, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (conv_id, title, model, base_url, now, now),
+            )
+        return Conversation(conv_id, title, model, base_url, now, now, 0)
+
+    async def get(self, conv_id: str) -> Conversation | None:
+        cur = await self.db.conn.execute(_CONVERSATION_SELECT + " WHERE c.id = ?", (conv_id,))
+        row = await cur.fetchone()
+        return _conversation(row) if row else None
+
+    async def list(self, limit: int | None = None) -> list[Conversation]:
+        sql = _CONVERSATION_SELECT + " ORDER BY c.updated_at DESC, c.rowid DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        cur = await self.db.conn.execute(sql)
+        return [_conversation(r) for r in await cur.fetchall()]
+
+    async def latest(self) -> Conversation | None:
+        found = await self.list(limit=1)
+        return found[0] if found else None
+
+    async def find_by_prefix(self, prefix: str) -> list[Conversation]:
+        """Conversations whose id starts with `prefix` (for `-r ID`)."""
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        cur = await self.db.conn.execute(
+            _CONVERSATION_SELECT + " WHERE c.id LIKE ? ESCAPE '\\' ORDER BY c.updated_at DESC",
+            (escaped + "%",),
+        )
+        return [_conversation(r) for r in await cur.fetchall()]
+
+    async def search(self, text: str, limit: int = 50) -> list[Conversation]:
+        """Conversations whose title or any turn contains `text` (case-insensitive)."""
+        if not text.strip():
+            return await self.list(limit=limit)
+        like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        cur = await self.db.conn.execute(
+            _CONVERSATION_SELECT
+            + """ WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (
+                    SELECT 1 FROM turns t WHERE t.conversation_id = c.id
+                    AND (t.user LIKE ? ESCAPE '\\' OR t.assistant LIKE ? ESCAPE '\\'))
+                ORDER BY c.updated_at DESC LIMIT ?""",
+            (like, like, like, limit),
+        )
+        return [_conversation(r) for r in await cur.fetchall()]
+
+    async def set_title(self, conv_id: str, title: str) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute("UPDATE conversations SET title = ? WHERE id = ?", (title, conv_id))
+
+    async def set_model(self, conv_id: str, model: str, base_url: str) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE conversations SET model = ?, base_url = ? WHERE id = ?",
+                (model, base_url, conv_id),
+            )
+
+    async def delete(self, conv_id: str) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute("DELETE FROM conversations WHERE id = ?", (conv_id,))
+
+
+class TurnRepo:
+    """The append-only durable log of one or all conversations."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def add_pending(self, conv_id: str, user: str) -> int:
+        """Persist the user's words before anything is sent: they must never be lost."""
+        now = time.time()
+        async with self.db.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT INTO turns(conversation_id, kind, status, user, created_at)"
+                " VALUES (?, 'turn', 'pending', ?, ?)",
+                (conv_id, user, now),
+            )
+            turn_id = cur.lastrowid
+            await conn.execute(
+                "UPDATE conversations SET updated_at = ?,"
+                " title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
+                (now, make_title(user), conv_id),
+            )
+        assert turn_id is not None
+        return turn_id
+
+    async def complete(
+        self,
+        turn_id: int,
+        assistant: str,
+        *,
+        status: TurnStatus = "complete",
+        tokens_in: int | None = None,
+        tokens_out: int | None = None,
+        tool_events: Sequence[dict[str, object]] = (),
+    ) -> None:
+        """Finish a pending turn and index it for recall in the same transaction."""
+        now = time.time()
+        async with self.db.transaction() as conn:
+            cur = await conn.execute(
+                "UPDATE turns SET assistant = ?, status = ?, tokens_in = ?, tokens_out = ?,"
+                " tool_events = ?, error = NULL WHERE id = ? RETURNING conversation_id, user",
+                (assistant, status, tokens_in, tokens_out, json.dumps(list(tool_events)), turn_id),
+            )
+            row = await cur.fetchone()
+            await cur.close()
+            if row is None:
+                raise KeyError(f"no turn {turn_id}")
+            conv_id, user = row[0], row[1]
+            await conn.execute(
+                "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conv_id)
+            )
+            await insert_record(
+                conn,
+                key=f"t{turn_id}",
+                source="turn",
+                content=f"User: {user}\nAssistant: {assistant}",
+                conversation_id=conv_id,
+                turn_id=turn_id,
+                created_at=now,
+            )
+
+    async def fail(self, turn_id: int, error: str) -> None:
+        """Mark a pending turn failed; its user text stays for a retry."""
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE turns SET status = 'failed', error = ? WHERE id = ?", (error, turn_id)
+            )
+
+    async def delete(self, turn_id: int) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute("DELETE FROM turns WHERE id = ?", (turn_id,))
+
+    async def add_compaction(
+        self, conv_id: str, record: str, *, resident_turns: int, used_after: int
+    ) -> int:
+        """Append a compaction record to the log (and index its summary for recall)."""
+        now = time.time()
+        async with self.db.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT INTO turns(conversation_id, kind, status, user, assistant,"
+                " resident_turns, used_after, created_at)"
+                " VALUES (?, 'compaction', 'complete', ?, '', ?, ?, ?)",
+                (conv_id, record, resident_turns, used_after, now),
+            )
+            turn_id = cur.lastrowid
+            assert turn_id is not None
+            await insert_record(
+                conn,
+                key=f"c{turn_id}",
+                source="compaction",
+                content=record,
+                conversation_id=conv_id,
+                turn_id=turn_id,
+                created_at=now,
+            )
+        return turn_id
+
+    async def for_conversation(self, conv_id: str) -> list[StoredTurn]:
+        cur = await self.db.conn.execute(
+            "SELECT * FROM turns WHERE conversation_id = ? ORDER BY id", (conv_id,)
+        )
+        return [_turn(r) for r in await cur.fetchall()]
+
+    async def get(self, turn_id: int) -> StoredTurn | None:
+        cur = await self.db.conn.execute("SELECT * FROM turns WHERE id = ?", (turn_id,))
+        row = await cur.fetchone()
+        return _turn(row) if row else None

