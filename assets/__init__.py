@@ -1,0 +1,1 @@
+"""Texts shipped with newt: prompts and the default config template."""

@@ -1,0 +1,3 @@
+from newt.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""Listing and exporting conversations (no secrets: the store never holds any)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+
+from newt.store import Conversation, Store, StoredTurn
+from newt.text import strip_terminal_escapes
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def format_listing(conversations: Sequence[Conversation]) -> str:
+    """`newt list`: id, title, last update, turn count; aligned columns."""
+    rows = [
+        (c.id[:12], _when(c.updated_at), str(c.turn_count), strip_terminal_escapes(c.title) or "(untitled)")
+        for c in conversations
+    ]
+    header = ("ID", "UPDATED", "TURNS", "TITLE")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+    lines = []
+    for r in [header, *rows]:
+        lines.append(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}")
+    return "\n".join(lines) + "\n"
+
+
+def _turn_md(turn: StoredTurn) -> str:
+    if turn.kind == "compaction":
+        return (
+            "---\n\n> **Context compacted here.** Older turns were folded into this summary "
+            "(reference only):\n>\n"
+            + "\n".join("> " + line for line in turn.user.splitlines())
+            + "\n\n---\n"
+        )
+    parts = [f"## User\n\n{turn.user}\n"]
+    if turn.status in ("pending", "failed"):
+        note = f" ({turn.error})" if turn.error else ""
+        parts.append(f"*Not answered{note}.*\n")
+        return "\n".join(parts)
+    for event in turn.tool_events:
+        parts.append(f"> tool `{event.get('name', '?')}`: {str(event.get('result', ''))[:200]}\n")
+    label = "Assistant (interrupted)" if turn.status == "interrupted" else "Assistant"
+    parts.append(f"## {label}\n\n{turn.assistant}\n")
+    return "\n".join(parts)
+
+
+async def export_conversation(store: Store, conv: Conversation, fmt: str) -> str:
+    turns = await store.turns.for_conversation(conv.id)
+    if fmt == "json":
+        payload = {
+            "id": conv.id,
+            "title": conv.title,
+            "model": conv.model,
+            "created_at": conv.created_at,
+            "updated_at": conv.updated_at,
+            "turns": [
+                {
+                    "kind": t.kind,
+                    "status": t.status,
+                    "user": t.user,
+                    "assistant": t.assistant,
+                    "tokens_in": t.tokens_in,
+                    "tokens_out": t.tokens_out,
+                    "resident_turns": t.resident_turns,
+                    "used_after": t.used_after,
+                    "tool_events": t.tool_events,
+                    "created_at": t.created_at,
+                }
+                for t in turns
+            ],
+        }
+        return json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+    head = f"# {conv.title or 'Conversation'}\n\n*{conv.id} · {conv.model or 'unknown model'} · " \
+        f"{_when(conv.created_at)}*\n\n"
+    return head + "\n".join(_turn_md(t) for t in turns)

@@ -1,0 +1,99 @@
+"""`newt -p`: one turn, streamed to stdout (or one JSON object with --json).
+
+Exit status: 0 on a reply, 1 when the backend failed (the user's message is
+saved and the conversation can be resumed with -c), 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from newt.agent import events as ev
+from newt.agent.session import ChatSession, dump_report
+from newt.config import Config
+from newt.store import Store
+from newt.text import strip_terminal_escapes
+
+
+async def run_print(
+    config: Config,
+    prompt: str,
+    *,
+    as_json: bool,
+    resume: str | None,
+    continue_latest: bool,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    assert config.db_path is not None
+    async with await Store.open(config.db_path) as store:
+        session = await ChatSession.open(config, store)
+        try:
+            if resume:
+                await session.resume(resume)
+            elif continue_latest:
+                await session.continue_latest()
+            return await _one_turn(session, prompt, as_json=as_json, out=out, err=err)
+        finally:
+            await session.close()
+
+
+async def _one_turn(
+    session: ChatSession, prompt: str, *, as_json: bool, out: TextIO, err: TextIO
+) -> int:
+    reply_parts: list[str] = []
+    done: ev.TurnDone | None = None
+    error: ev.TurnError | None = None
+    compactions: list[ev.Compacted] = []
+    wrote_any = False
+    async for event in session.send(prompt):
+        if isinstance(event, ev.TextDelta):
+            reply_parts.append(event.text)
+            if not as_json:
+                out.write(strip_terminal_escapes(event.text))
+                out.flush()
+                wrote_any = True
+        elif isinstance(event, ev.Notice):
+            err.write(f"newt: {event.message}\n")
+        elif isinstance(event, ev.Compacted):
+            compactions.append(event)
+        elif isinstance(event, ev.TurnError):
+            error = event
+        elif isinstance(event, ev.TurnDone):
+            done = event
+    if wrote_any:
+        out.write("\n")
+    if error is not None:
+        conv = session.conversation
+        hint = " Your message is saved; retry with `newt -c -p ...`" if conv else ""
+        err.write(f"newt: error: {error.message}.{hint}\n")
+        err.flush()
+        return 1
+    if as_json:
+        status = session.memory_status()
+        usage = done.usage if done else None
+        payload: dict[str, Any] = {
+            "conversation_id": session.conversation.id if session.conversation else None,
+            "reply": strip_terminal_escapes("".join(reply_parts)),
+            "status": done.status if done else "failed",
+            "usage": {
+                "prompt_tokens": usage.prompt_tokens if usage else None,
+                "completion_tokens": usage.completion_tokens if usage else None,
+            },
+            "memory": {
+                "provider": status.provider,
+                "label": status.label,
+                "used": status.used,
+                "budget": status.budget,
+                "source": status.budget_source,
+            },
+            "retained_evidence": dump_report(session.last_retention),
+            "compactions": [
+                {"reason": c.reason, "resident_turns": c.resident_turns, "used_after": c.used_after}
+                for c in compactions
+            ],
+        }
+        out.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    out.flush()
+    return 0

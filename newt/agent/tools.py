@@ -1,0 +1,106 @@
+"""The tools offered to the model and their execution.
+
+Tool results are plain text fed back to the model. Errors from a tool are
+results too (the model can correct itself); they never abort the turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "save_note",
+            "description": (
+                "Keep, change or drop a short durable note about the user or the work "
+                "(preferences, names, decisions). Notes are shown to you in every conversation."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": ["add", "replace", "remove"]},
+                    "content": {
+                        "type": "string",
+                        "description": "the note to add, or the new text for replace",
+                    },
+                    "old_text": {
+                        "type": "string",
+                        "description": "a unique part of the note to replace or remove",
+                    },
+                },
+                "required": ["action"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "recall_memory",
+            "description": (
+                "Search everything said in earlier turns, earlier conversations and notes. "
+                "Returns short verbatim excerpts, each with a key for fetch_record."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {"query": {"type": "string"}},
+                "required": ["query"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "fetch_record",
+            "description": "Return one memory record in full, verbatim, by its key (e.g. t42).",
+            "parameters": {
+                "type": "object",
+                "properties": {"key": {"type": "string"}},
+                "required": ["key"],
+            },
+        },
+    },
+]
+
+MAX_TOOL_ROUNDS = 8
+
+
+@dataclass
+class ToolOutcome:
+    result: str
+    error: bool = False
+
+
+ToolHandler = Callable[[dict[str, Any]], Awaitable[str]]
+
+
+async def run_tool(handlers: dict[str, ToolHandler], name: str, arguments: dict[str, Any]) -> ToolOutcome:
+    handler = handlers.get(name)
+    if handler is None:
+        return ToolOutcome(f"error: there is no tool named {name!r}", error=True)
+    try:
+        return ToolOutcome(await handler(arguments))
+    except (KeyError, TypeError, ValueError, LookupError) as exc:
+        return ToolOutcome(f"error: {exc}", error=True)
+    except Exception as exc:  # a tool failure must not end the user's turn
+        return ToolOutcome(f"error: {type(exc).__name__}: {exc}", error=True)
+
+
+def tool_call_message(calls: list[Any], text: str) -> dict[str, Any]:
+    """The assistant message that carries the model's tool calls back to it."""
+    return {
+        "role": "assistant",
+        "content": text or None,
+        "tool_calls": [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.raw_arguments or json.dumps(c.arguments)},
+            }
+            for c in calls
+        ],
+    }

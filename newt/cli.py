@@ -1,0 +1,156 @@
+"""The `newt` command: argument parsing, subcommands, print mode, the TUI entry.
+
+Every user-facing failure ends in one line on stderr and exit status 2 (bad
+input or config) or 1 (the backend failed); never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import TextIO
+
+from newt import __version__
+from newt.config import Config, ConfigError, load_config
+from newt.store import Store, StoreError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad input on the command line: one line on stderr, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="newt",
+        description="A terminal chat with an LLM whose memory stays inside the context window.",
+        epilog="Commands: `newt list`, `newt export ID [--format md|json]`. "
+        "With no command, newt opens the chat TUI.",
+    )
+    parser.add_argument("--version", action="version", version=f"newt {__version__}")
+    parser.add_argument("--config", metavar="PATH", help="config file (default: $NEWT_CONFIG, "
+                        "$NEWT_HOME/config.toml or the XDG config dir)")
+    parser.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
+    parser.add_argument("--model", metavar="NAME", help="model name")
+    parser.add_argument("--local", nargs="?", const="", metavar="MODEL.gguf",
+                        help="run a managed llama-server (default model: Gemma 3 270M)")
+    parser.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
+                        help="resume the latest conversation")
+    parser.add_argument("-r", "--resume", metavar="ID", help="resume a conversation (unique "
+                        "id prefix)")
+    parser.add_argument("-p", "--print", dest="prompt", metavar="TEXT",
+                        help="one-shot: stream the reply to stdout ('-' reads stdin)")
+    parser.add_argument("--json", action="store_true",
+                        help="with -p: print one JSON object instead of the streamed text")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("list", help="list saved conversations")
+    export = sub.add_parser("export", help="export a conversation")
+    export.add_argument("id", metavar="ID", help="conversation id (unique prefix)")
+    export.add_argument("--format", choices=("md", "json"), default="md")
+    return parser
+
+
+def _err(stream: TextIO, message: str) -> None:
+    stream.write(f"newt: error: {message}\n")
+    stream.flush()
+
+
+async def cmd_list(config: Config, out: TextIO) -> int:
+    assert config.db_path is not None
+    async with await Store.open(config.db_path) as store:
+        conversations = await store.conversations.list()
+    if not conversations:
+        out.write("no conversations yet\n")
+        return EXIT_OK
+    from newt.agent.export import format_listing
+
+    out.write(format_listing(conversations))
+    return EXIT_OK
+
+
+async def cmd_export(config: Config, conv_id: str, fmt: str, out: TextIO) -> int:
+    from newt.agent.export import export_conversation
+    from newt.agent.session import resolve_conversation
+
+    assert config.db_path is not None
+    async with await Store.open(config.db_path) as store:
+        conv = await resolve_conversation(store, conv_id)
+        out.write(await export_conversation(store, conv, fmt))
+    return EXIT_OK
+
+
+def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
+    text: str = args.prompt
+    if text == "-":
+        text = stdin.read()
+    if not text.strip():
+        raise UsageError("the prompt is empty; give text after -p or pipe it with -p -")
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    stdout, stderr = sys.stdout, sys.stderr
+    if args.json and args.prompt is None:
+        _err(stderr, "--json only works with -p/--print")
+        return EXIT_USAGE
+    if args.continue_latest and args.resume:
+        _err(stderr, "use either -c/--continue or -r/--resume, not both")
+        return EXIT_USAGE
+    with ExitStack() as stack:
+        try:
+            base_url, model = args.base_url, args.model
+            if args.local is not None:
+                from newt.backend.local_server import LocalLlamaServer
+
+                server = stack.enter_context(LocalLlamaServer(model_path=args.local or None))
+                base_url, model = server.base_url, model or server.model_name
+            config = load_config(args.config, base_url=base_url, model=model)
+            if args.command == "list":
+                return asyncio.run(cmd_list(config, stdout))
+            if args.command == "export":
+                return asyncio.run(cmd_export(config, args.id, args.format, stdout))
+            if args.prompt is not None:
+                from newt.agent.print_mode import run_print
+
+                prompt = _read_prompt(args, sys.stdin)
+                return asyncio.run(
+                    run_print(
+                        config,
+                        prompt,
+                        as_json=args.json,
+                        resume=args.resume,
+                        continue_latest=args.continue_latest,
+                        out=stdout,
+                        err=stderr,
+                    )
+                )
+            from newt.ui.app import run_tui
+
+            return run_tui(config, resume=args.resume, continue_latest=args.continue_latest)
+        except (ConfigError, StoreError, UsageError) as exc:
+            _err(stderr, str(exc))
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            stderr.write("\n")
+            return 130
+        except Exception as exc:  # a user-facing error class from a lower layer
+            from newt.errors import user_message
+
+            message = user_message(exc)
+            if message is None:
+                raise
+            _err(stderr, message[0])
+            return message[1]
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

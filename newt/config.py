@@ -1,0 +1,284 @@
+"""newt's configuration: typed, read once, written back with tomlkit.
+
+Precedence, lowest to highest: defaults < config file < environment
+(`OPENAI_BASE_URL`, `OPENAI_API_KEY` or the variable named by
+`[backend] api_key_env`) < command line.
+
+The config file is `--config PATH`, else `$NEWT_CONFIG`, else
+`$NEWT_HOME/config.toml`, else `config.toml` in the XDG config directory.
+The database is `$NEWT_HOME/newt.db`, else `newt.db` in the XDG data directory.
+
+The API key itself is never stored in the file or the database: the file
+names the environment variable that holds it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+import tomlkit
+import tomlkit.exceptions
+
+from newt.resources import asset_text
+
+APP_NAME = "newt"
+MEMORY_PROVIDERS = ("token_budget", "rolling_window")
+
+
+class ConfigError(Exception):
+    """A config problem the user must fix; the message names file, line and key."""
+
+
+@dataclass
+class BackendConfig:
+    base_url: str = ""
+    """OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (env OPENAI_BASE_URL)."""
+    model: str = ""
+    """Model name sent with every request."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable holding the API key (the key never goes in the file)."""
+    timeout_s: float = 60.0
+    """Read timeout: the longest allowed silence between streamed chunks, in seconds."""
+    max_retries: int = 2
+    """Retries for 408/409/429/5xx and connection failures, with exponential backoff."""
+
+
+@dataclass
+class MemoryConfig:
+    provider: str = "token_budget"
+    """Memory provider: "token_budget" (default) or "rolling_window"."""
+    context_tokens: int | None = None
+    """Explicit context window in tokens; wins over what the backend declares."""
+    threshold_pct: float = 0.80
+    """Fraction of the context window the conversation may fill (clamped to 0.10-0.99)."""
+
+
+@dataclass
+class EstimationConfig:
+    chars_per_token: int = 4
+    """Characters per token used to estimate text the backend has not measured yet."""
+
+
+@dataclass
+class RecallConfig:
+    retained_token_budget: int = 1024
+    """Tokens of retained evidence capsules placed in each request (0 turns recall off)."""
+    excerpt_tokens: int = 64
+    """Largest verbatim excerpt per capsule, in estimated tokens."""
+
+
+@dataclass
+class UIConfig:
+    theme: str = "textual-dark"
+    """Textual theme name."""
+
+
+@dataclass
+class Config:
+    backend: BackendConfig = field(default_factory=BackendConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    estimation: EstimationConfig = field(default_factory=EstimationConfig)
+    recall: RecallConfig = field(default_factory=RecallConfig)
+    ui: UIConfig = field(default_factory=UIConfig)
+    path: Path | None = None
+    """The config file this came from (it may not exist yet)."""
+    db_path: Path | None = None
+    api_key: str | None = field(default=None, repr=False)
+    """Read from the environment at load time; never written anywhere."""
+
+    def __repr__(self) -> str:  # keep the key out of any accidental log line
+        return f"Config(path={self.path}, backend={self.backend}, memory={self.memory})"
+
+
+# table name in the file -> attribute of Config
+_SECTIONS: dict[str, str] = {
+    "backend": "backend",
+    "memory": "memory",
+    "context.estimation": "estimation",
+    "recall": "recall",
+    "ui": "ui",
+}
+
+
+def home_dir() -> Path | None:
+    home = os.environ.get("NEWT_HOME")
+    return Path(home).expanduser() if home else None
+
+
+def default_config_path() -> Path:
+    home = home_dir()
+    if home:
+        return home / "config.toml"
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def default_db_path() -> Path:
+    home = home_dir()
+    if home:
+        return home / "newt.db"
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "newt.db"
+
+
+def resolve_config_path(cli_path: str | os.PathLike[str] | None = None) -> Path:
+    if cli_path:
+        return Path(cli_path).expanduser()
+    env = os.environ.get("NEWT_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    return default_config_path()
+
+
+def _line_of(text: str, dotted: str) -> int | None:
+    """Best-effort line number of `key` under its table, for error messages."""
+    table, _, key = dotted.rpartition(".")
+    in_table = table == ""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("["):
+            in_table = line.strip("[] ") == table
+            continue
+        if in_table and line.split("=", 1)[0].strip().strip('"') == key:
+            return number
+    return None
+
+
+def _coerce(value: Any, default: Any, annotation: str, where: str) -> Any:
+    optional = "None" in annotation
+    if value is None and optional:
+        return None
+    if "float" in annotation:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where} must be a number, not {value!r}")
+        return float(value)
+    if "int" in annotation:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be a whole number, not {value!r}")
+        return int(value)
+    if "str" in annotation:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string, not {value!r}")
+        return str(value)
+    return value
+
+
+def _apply_file(cfg: Config, path: Path) -> None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from exc
+    try:
+        doc = tomlkit.parse(text).unwrap()
+    except tomlkit.exceptions.ParseError as exc:
+        raise ConfigError(
+            f"{path}, line {exc.line}, column {exc.col}: this is not valid TOML "
+            f"({str(exc).split(' at line')[0]}). Fix the line or remove the file."
+        ) from exc
+    flat: dict[str, Any] = {}
+    for top, value in doc.items():
+        if top == "context" and isinstance(value, dict):
+            for sub, inner in value.items():
+                flat[f"context.{sub}"] = inner
+        else:
+            flat[top] = value
+    for table, body in flat.items():
+        if table not in _SECTIONS:
+            raise ConfigError(
+                f"{path}: unknown section [{table}]; known sections are "
+                + ", ".join(f"[{s}]" for s in _SECTIONS)
+            )
+        if not isinstance(body, dict):
+            raise ConfigError(f"{path}: [{table}] must be a table")
+        section = getattr(cfg, _SECTIONS[table])
+        known = {f.name: f for f in fields(section)}
+        for key, value in body.items():
+            dotted = f"{table}.{key}"
+            line = _line_of(text, dotted)
+            where = f"{path}" + (f", line {line}" if line else "") + f": {dotted}"
+            if key not in known:
+                raise ConfigError(
+                    f"{where} is not a known key; known keys in [{table}]: " + ", ".join(known)
+                )
+            f = known[key]
+            setattr(section, key, _coerce(value, f.default, str(f.type), where))
+        if table == "memory" and cfg.memory.provider not in MEMORY_PROVIDERS:
+            line = _line_of(text, "memory.provider")
+            raise ConfigError(
+                f"{path}" + (f", line {line}" if line else "") + ": memory.provider "
+                f"{cfg.memory.provider!r} is unknown; use one of: " + ", ".join(MEMORY_PROVIDERS)
+            )
+
+
+def _validate(cfg: Config, origin: str) -> None:
+    if cfg.memory.context_tokens is not None and cfg.memory.context_tokens <= 0:
+        raise ConfigError(f"{origin}: memory.context_tokens must be positive")
+    if cfg.backend.max_retries < 0:
+        raise ConfigError(f"{origin}: backend.max_retries must be 0 or more")
+    if cfg.backend.timeout_s <= 0:
+        raise ConfigError(f"{origin}: backend.timeout_s must be positive")
+    if cfg.estimation.chars_per_token < 1:
+        raise ConfigError(f"{origin}: context.estimation.chars_per_token must be at least 1")
+    if cfg.recall.retained_token_budget < 0 or cfg.recall.excerpt_tokens < 1:
+        raise ConfigError(f"{origin}: recall budgets must be positive")
+
+
+def load_config(
+    cli_path: str | os.PathLike[str] | None = None,
+    *,
+    base_url: str | None = None,
+    model: str | None = None,
+    env: dict[str, str] | None = None,
+) -> Config:
+    """Build the effective Config; raises ConfigError with a user-facing message."""
+    environ = os.environ if env is None else env
+    path = resolve_config_path(cli_path)
+    if cli_path and not path.exists():
+        raise ConfigError(f"{path}: config file not found (given with --config)")
+    cfg = Config(path=path, db_path=default_db_path())
+    _apply_file(cfg, path)
+    _validate(cfg, str(path))
+    if environ.get("OPENAI_BASE_URL"):
+        cfg.backend.base_url = environ["OPENAI_BASE_URL"]
+    if base_url:
+        cfg.backend.base_url = base_url
+    if model:
+        cfg.backend.model = model
+    cfg.backend.base_url = cfg.backend.base_url.rstrip("/")
+    cfg.api_key = environ.get(cfg.backend.api_key_env) or environ.get("OPENAI_API_KEY") or None
+    return cfg
+
+
+def default_config_text() -> str:
+    """The annotated default config (assets/config.toml)."""
+    return asset_text("config.toml")
+
+
+def save_settings(path: Path, updates: dict[str, dict[str, Any]]) -> None:
+    """Set keys (e.g. {"backend": {"model": "x"}}) keeping comments, order and quoting.
+
+    A missing file starts from the annotated template so new users get the docs too.
+    """
+    if path.exists():
+        text = path.read_text(encoding="utf-8")
+    else:
+        text = default_config_text()
+    doc = tomlkit.parse(text)
+    for table, values in updates.items():
+        container: Any = doc
+        for part in table.split("."):
+            if part not in container:
+                container[part] = tomlkit.table()
+            container = container[part]
+        for key, value in values.items():
+            if "api_key" in key and key != "api_key_env":
+                raise ValueError("API keys are never written to the config file")
+            container[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    tmp.replace(path)

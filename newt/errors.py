@@ -1,0 +1,21 @@
+"""Map errors from lower layers to (one-line message, exit status) for the CLI."""
+
+from __future__ import annotations
+
+
+def user_message(exc: BaseException) -> tuple[str, int] | None:
+    """The message and exit status for a known error, None for a bug."""
+    from newt.agent.session import SessionError
+    from newt.backend.errors import BackendError
+
+    if isinstance(exc, SessionError):
+        return str(exc), 2
+    if isinstance(exc, BackendError):
+        return exc.message, 1
+    try:
+        from newt.backend.local_server import LocalServerError
+    except ImportError:  # pragma: no cover - the backend package is always shipped
+        return None
+    if isinstance(exc, LocalServerError):
+        return str(exc), 1
+    return None
