@@ -34,20 +34,42 @@ def build_parser() -> argparse.ArgumentParser:
         "With no command, newt opens the chat TUI.",
     )
     parser.add_argument("--version", action="version", version=f"newt {__version__}")
-    parser.add_argument("--config", metavar="PATH", help="config file (default: $NEWT_CONFIG, "
-                        "$NEWT_HOME/config.toml or the XDG config dir)")
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="config file (default: $NEWT_CONFIG, $NEWT_HOME/config.toml or the XDG config dir)",
+    )
     parser.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
     parser.add_argument("--model", metavar="NAME", help="model name")
-    parser.add_argument("--local", nargs="?", const="", metavar="MODEL.gguf",
-                        help="run a managed llama-server (default model: Gemma 3 270M)")
-    parser.add_argument("-c", "--continue", dest="continue_latest", action="store_true",
-                        help="resume the latest conversation")
-    parser.add_argument("-r", "--resume", metavar="ID", help="resume a conversation (unique "
-                        "id prefix)")
-    parser.add_argument("-p", "--print", dest="prompt", metavar="TEXT",
-                        help="one-shot: stream the reply to stdout ('-' reads stdin)")
-    parser.add_argument("--json", action="store_true",
-                        help="with -p: print one JSON object instead of the streamed text")
+    parser.add_argument(
+        "--local",
+        nargs="?",
+        const="",
+        metavar="MODEL.gguf",
+        help="run a managed llama-server (default model: Gemma 3 270M)",
+    )
+    parser.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="resume the latest conversation",
+    )
+    parser.add_argument(
+        "-r", "--resume", metavar="ID", help="resume a conversation (unique id prefix)"
+    )
+    parser.add_argument(
+        "-p",
+        "--print",
+        dest="prompt",
+        metavar="TEXT",
+        help="one-shot: stream the reply to stdout ('-' reads stdin)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="with -p: print one JSON object instead of the streamed text",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("list", help="list saved conversations")
     export = sub.add_parser("export", help="export a conversation")

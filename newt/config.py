@@ -263,10 +263,7 @@ def save_settings(path: Path, updates: dict[str, dict[str, Any]]) -> None:
 
     A missing file starts from the annotated template so new users get the docs too.
     """
-    if path.exists():
-        text = path.read_text(encoding="utf-8")
-    else:
-        text = default_config_text()
+    text = path.read_text(encoding="utf-8") if path.exists() else default_config_text()
     doc = tomlkit.parse(text)
     for table, values in updates.items():
         container: Any = doc

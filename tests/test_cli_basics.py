@@ -11,14 +11,24 @@ from pathlib import Path
 from newt import __version__
 
 
-def run_newt(*args: str, home: Path, env: dict[str, str] | None = None,
-             stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items()
-                if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "NEWT_CONFIG")}
+def run_newt(
+    *args: str, home: Path, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    full_env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "NEWT_CONFIG")
+    }
     full_env["NEWT_HOME"] = str(home)
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "newt", *args], capture_output=True, text=True,
-                          env=full_env, input=stdin, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "newt", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        input=stdin,
+        timeout=60,
+    )
 
 
 def test_version_and_help(tmp_path: Path) -> None:
@@ -40,11 +50,15 @@ def test_list_on_a_fresh_store(tmp_path: Path) -> None:
 def test_list_shows_saved_conversations(tmp_path: Path) -> None:
     run_newt("list", home=tmp_path)  # creates the schema
     con = sqlite3.connect(tmp_path / "newt.db")
-    con.execute("INSERT INTO conversations(id, title, created_at, updated_at)"
-                " VALUES ('abc123def456789', 'Planning the \x1b[31mtrip', 1, 1700000000)")
+    con.execute(
+        "INSERT INTO conversations(id, title, created_at, updated_at)"
+        " VALUES ('abc123def456789', 'Planning the \x1b[31mtrip', 1, 1700000000)"
+    )
     for i in range(3):
-        con.execute("INSERT INTO turns(conversation_id, user, created_at)"
-                    " VALUES ('abc123def456789', ?, 1)", (f"q{i}",))
+        con.execute(
+            "INSERT INTO turns(conversation_id, user, created_at) VALUES ('abc123def456789', ?, 1)",
+            (f"q{i}",),
+        )
     con.commit()
     con.close()
     result = run_newt("list", home=tmp_path)

@@ -5,8 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 
-CORE = ["newt.agent.session", "newt.agent.print_mode", "newt.memory", "newt.recall",
-        "newt.backend", "newt.store", "newt.config", "newt.cli"]
+CORE = [
+    "newt.agent.session",
+    "newt.agent.print_mode",
+    "newt.memory",
+    "newt.recall",
+    "newt.backend",
+    "newt.store",
+    "newt.config",
+    "newt.cli",
+]
 
 
 def test_core_does_not_import_textual() -> None:

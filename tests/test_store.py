@@ -31,8 +31,14 @@ async def test_fresh_database_gets_every_migration(tmp_path: Path) -> None:
         assert await db.schema_version() == SCHEMA_VERSION
         cur = await db.conn.execute("SELECT version, name FROM schema_migrations ORDER BY version")
         assert [tuple(r) for r in await cur.fetchall()] == [(v, n) for v, n, _ in MIGRATIONS]
-        assert {"conversations", "turns", "notes", "memory_records", "memory_fts",
-                "model_capabilities"} <= await _tables(db)
+        assert {
+            "conversations",
+            "turns",
+            "notes",
+            "memory_records",
+            "memory_fts",
+            "model_capabilities",
+        } <= await _tables(db)
         cur = await db.conn.execute("PRAGMA journal_mode")
         assert (await cur.fetchone())[0] == "wal"
         cur = await db.conn.execute("PRAGMA foreign_keys")
@@ -52,7 +58,8 @@ async def test_upgrade_from_previous_version_keeps_data(tmp_path: Path, previous
     )
     await db.conn.execute(
         "INSERT INTO turns(conversation_id, user, assistant, created_at)"
-        " VALUES ('c1', 'hello from v%d', 'hi', 3)" % previous
+        " VALUES ('c1', ?, 'hi', 3)",
+        (f"hello from v{previous}",),
     )
     await db.close()
 
@@ -118,14 +125,22 @@ async def test_turn_lifecycle_and_records(tmp_path: Path) -> None:
         done = await store.turns.get(tid)
         assert done is not None
         assert (done.status, done.assistant, done.tokens_in, done.tokens_out) == (
-            "complete", "Lima.", 20, 2)
+            "complete",
+            "Lima.",
+            20,
+            2,
+        )
         record = await store.records.get(f"t{tid}")
         assert record is not None and "Lima." in record.content and "Peru" in record.content
         cid = await store.turns.add_compaction(conv.id, "SUMMARY", resident_turns=1, used_after=40)
         comp = await store.turns.get(cid)
         assert comp is not None
         assert (comp.kind, comp.assistant, comp.tokens_in, comp.tokens_out) == (
-            "compaction", "", None, None)
+            "compaction",
+            "",
+            None,
+            None,
+        )
         assert (comp.resident_turns, comp.used_after) == (1, 40)
         listed = await store.conversations.list()
         assert listed[0].title == "What is the capital of Peru?" and listed[0].turn_count == 1
@@ -142,7 +157,10 @@ async def test_failed_turn_keeps_user_text(tmp_path: Path) -> None:
         turn = await store.turns.get(tid)
         assert turn is not None
         assert (turn.status, turn.user, turn.error) == (
-            "failed", "my long careful question", "backend unreachable")
+            "failed",
+            "my long careful question",
+            "backend unreachable",
+        )
 
 
 async def test_prefix_lookup_and_search(tmp_path: Path) -> None:
@@ -162,8 +180,9 @@ async def test_capabilities_round_trip(tmp_path: Path) -> None:
 
     async with await Store.open(tmp_path / "newt.db") as store:
         assert await store.capabilities.get("u", "m") is None
-        await store.capabilities.put(ModelCapabilities("u", "m", context_window=2048,
-                                                       supports_tools=False))
+        await store.capabilities.put(
+            ModelCapabilities("u", "m", context_window=2048, supports_tools=False)
+        )
         cap = await store.capabilities.get("u", "m")
         assert cap is not None
         assert (cap.context_window, cap.supports_tools, cap.max_ok_input) == (2048, False, None)

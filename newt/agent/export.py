@@ -17,7 +17,12 @@ def _when(ts: float) -> str:
 def format_listing(conversations: Sequence[Conversation]) -> str:
     """`newt list`: id, title, last update, turn count; aligned columns."""
     rows = [
-        (c.id[:12], _when(c.updated_at), str(c.turn_count), strip_terminal_escapes(c.title) or "(untitled)")
+        (
+            c.id[:12],
+            _when(c.updated_at),
+            str(c.turn_count),
+            strip_terminal_escapes(c.title) or "(untitled)",
+        )
         for c in conversations
     ]
     header = ("ID", "UPDATED", "TURNS", "TITLE")
@@ -74,6 +79,8 @@ async def export_conversation(store: Store, conv: Conversation, fmt: str) -> str
             ],
         }
         return json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
-    head = f"# {conv.title or 'Conversation'}\n\n*{conv.id} · {conv.model or 'unknown model'} · " \
+    head = (
+        f"# {conv.title or 'Conversation'}\n\n*{conv.id} · {conv.model or 'unknown model'} · "
         f"{_when(conv.created_at)}*\n\n"
+    )
     return head + "\n".join(_turn_md(t) for t in turns)

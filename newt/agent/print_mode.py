@@ -13,7 +13,7 @@ from newt.agent import events as ev
 from newt.agent.session import ChatSession, dump_report
 from newt.config import Config
 from newt.store import Store
-from newt.text import strip_terminal_escapes
+from newt.text import StreamSanitizer, strip_terminal_escapes
 
 
 async def run_print(
@@ -47,11 +47,12 @@ async def _one_turn(
     error: ev.TurnError | None = None
     compactions: list[ev.Compacted] = []
     wrote_any = False
+    sanitizer = StreamSanitizer()
     async for event in session.send(prompt):
         if isinstance(event, ev.TextDelta):
             reply_parts.append(event.text)
             if not as_json:
-                out.write(strip_terminal_escapes(event.text))
+                out.write(sanitizer.feed(event.text))
                 out.flush()
                 wrote_any = True
         elif isinstance(event, ev.Notice):
@@ -63,7 +64,7 @@ async def _one_turn(
         elif isinstance(event, ev.TurnDone):
             done = event
     if wrote_any:
-        out.write("\n")
+        out.write(sanitizer.flush() + "\n")
     if error is not None:
         conv = session.conversation
         hint = " Your message is saved; retry with `newt -c -p ...`" if conv else ""

@@ -113,6 +113,7 @@ class _TurnState:
     usage: ev.UsageReported | None = None
     compactions: list[ev.Compacted] = field(default_factory=list)
     interrupted: bool = False
+    compact_reason: str = "budget"
 
 
 # Tokens kept free for the reply when checking that a prompt fits.
@@ -159,7 +160,7 @@ class ChatSession:
         )
         session = cls(config, store, client)
         try:
-            await session.notes.load(store.notes)
+            session.notes = await NoteBook.load(store.notes)
             await session._refresh_capabilities(probe=probe)
         except BaseException:
             await client.aclose()
@@ -317,10 +318,9 @@ class ChatSession:
         arg = arg.strip()
         head, _, rest = arg.partition(" ")
         if not arg or head == "list":
-            if not self.notes.entries:
+            if not self.notes.notes:
                 return "no notes yet: /note <text> adds one"
-            listing = "\n".join(f"{i}. {n}" for i, n in enumerate(self.notes.entries, 1))
-            return f"{listing}\n({self.notes.used_chars}/{self.notes.limit} chars)"
+            return self.notes.render_list()
         if head == "remove":
             removed = await self.notes.remove(self.store.notes, rest)
             return f"removed note: {removed}"
@@ -417,21 +417,54 @@ class ChatSession:
         lines += [f"- [{c.retrieval_key}] {c.excerpt}" for c in report.capsules]
         return "\n".join(lines) + "\n\n"
 
-    def _fits(self, messages: list[MemMessage]) -> tuple[bool, int]:
-        """The pre-send guard: does the prompt plus a reply reserve fit the live ceiling?"""
+    def _tokens(self, text: str) -> int:
+        tokens_for = getattr(self.provider, "tokens_for", None)
+        if tokens_for is not None:
+            return int(tokens_for(text))
+        per = max(1, self.config.estimation.chars_per_token)
+        return -(-len(text) // per)
+
+    def _ceiling_and_reserve(self) -> tuple[int, int]:
         ceiling = self.live_ceiling or self.budget.context_tokens
-        reserve = min(REPLY_RESERVE_MAX, ceiling // 4)
-        p: Any = self.provider
-        tokens_for = getattr(p, "tokens_for", None)
-        estimate = sum(
-            (tokens_for(m.content) if tokens_for else len(m.content) // 4) + 4 for m in messages
-        )
+        return ceiling, min(REPLY_RESERVE_MAX, ceiling // 4)
+
+    async def _guard(self, messages: list[MemMessage]) -> bool:
+        """The pre-send guard: compact first if prompt + reply reserve would pass the ceiling.
+
+        `used` already counts the system prompt and history once the backend has
+        reported a prompt size; before that it counts turns only, so the system
+        prompt is added here.
+        """
+        compact_for = getattr(self.provider, "compact_for", None)
         usage = self.provider.usage()
-        if usage and getattr(p, "last_reported", None) is not None:
-            # anchored figure already covers system + history; add the new message
-            new = messages[-1].content
-            estimate = usage[1] + (tokens_for(new) if tokens_for else len(new) // 4) + 4
-        return estimate + reserve <= ceiling, estimate + reserve - ceiling
+        if compact_for is None or usage is None:
+            return False
+        ceiling, reserve = self._ceiling_and_reserve()
+        required = self._tokens(messages[-1].content) + reserve
+        if getattr(self.provider, "last_reported", None) is None:
+            required += self._tokens(messages[0].content)
+        if usage[1] + required <= ceiling:
+            return False
+        await compact_for(required, limit=ceiling)
+        return True
+
+    async def _shrink_after_overflow(self, exc: ContextLengthExceededError) -> bool:
+        """Fold enough history that the retried prompt fits what the server said.
+
+        Our figure and the server's count differ, so scale: if the server
+        counted P tokens where we hold `used`, keeping used * target / P fits.
+        """
+        compact_for = getattr(self.provider, "compact_for", None)
+        usage = self.provider.usage()
+        if compact_for is None or usage is None:
+            return False
+        ceiling, reserve = self._ceiling_and_reserve()
+        target = max(0, ceiling - reserve)
+        reported = exc.prompt_tokens or 0
+        limit = int(usage[1] * target / reported) if reported > target else usage[1] // 2
+        before = self.provider.usage()
+        await compact_for(0, limit=limit)
+        return self.provider.usage() != before
 
     async def send(self, text: str) -> AsyncIterator[ev.AgentEvent]:
         """Run one user turn. Cancelling the consumer keeps the partial reply."""
@@ -464,7 +497,9 @@ class ChatSession:
             yield state.usage
         yield ev.TurnDone(turn_id, state.reply, status, state.usage, state.compactions)
 
-    async def _finish(self, turn_id: int, text: str, state: _TurnState, status: str) -> list[ev.Compacted]:
+    async def _finish(
+        self, turn_id: int, text: str, state: _TurnState, status: str
+    ) -> list[ev.Compacted]:
         """Persist the turn, tell the provider, persist any compaction record."""
         usage = state.usage
         await self.store.turns.complete(
@@ -475,10 +510,12 @@ class ChatSession:
             tokens_out=usage.completion_tokens if usage else None,
             tool_events=state.tool_events,
         )
-        metrics = TurnMetrics(Usage(usage.prompt_tokens, usage.completion_tokens) if usage else None)
+        metrics = TurnMetrics(
+            Usage(usage.prompt_tokens, usage.completion_tokens) if usage else None
+        )
         await self.provider.sync_turn(text, state.reply, metrics)
         self._resident_keys.append(f"t{turn_id}")
-        compacted = await self._persist_compaction("budget")
+        compacted = await self._persist_compaction(state.compact_reason)
         if compacted is not None:
             state.compactions.append(compacted)
             return [compacted]
@@ -510,15 +547,10 @@ class ChatSession:
             return msgs
 
         messages = build()
-        fits, over = self._fits(messages)
-        if not fits:
-            compact_for = getattr(self.provider, "compact_for", None)
-            if compact_for is not None and await compact_for(over):
-                compacted = await self._persist_compaction("guard")
-                if compacted:
-                    state.compactions.append(compacted)
-                    yield compacted
-                messages = build()
+        if await self._guard(messages):
+            # the record is persisted after this turn, which it precedes in the working set
+            state.compact_reason = "guard"
+            messages = build()
 
         retried_overflow = False
         while True:
@@ -531,23 +563,23 @@ class ChatSession:
                     raise
                 retried_overflow = True
                 overflow_at = exc.prompt_tokens or exc.context_window or self.budget.context_tokens
-                await caps.record_overflow(self.store.capabilities, self.base_url, self.model, overflow_at)
+                await caps.record_overflow(
+                    self.store.capabilities, self.base_url, self.model, overflow_at
+                )
                 cap = await self.store.capabilities.get(self.base_url, self.model)
                 self.live_ceiling = self._ceiling_from(cap)
                 yield ev.Notice(
-                    f"the prompt did not fit the model's context ({exc.message}); compacting and retrying"
+                    f"the prompt did not fit the model's context ({exc.message}); "
+                    "compacting and retrying"
                 )
-                compact_for = getattr(self.provider, "compact_for", None)
-                needed = max(0, (exc.prompt_tokens or 0) - (self.live_ceiling or 0)) + REPLY_RESERVE_MAX
-                if compact_for is not None and await compact_for(needed):
-                    compacted = await self._persist_compaction("overflow")
-                    if compacted:
-                        state.compactions.append(compacted)
-                        yield compacted
+                if await self._shrink_after_overflow(exc):
+                    state.compact_reason = "overflow"
                 messages = build()
                 state.reply = ""
 
-    async def _exchange(self, messages: list[MemMessage], state: _TurnState) -> AsyncIterator[ev.AgentEvent]:
+    async def _exchange(
+        self, messages: list[MemMessage], state: _TurnState
+    ) -> AsyncIterator[ev.AgentEvent]:
         """Stream one reply, running tool rounds; raises BackendError on failure."""
         wire: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in messages]
         handlers = self._tool_handlers()
@@ -555,7 +587,9 @@ class ChatSession:
             use_tools = self.supports_tools is not False and _round < MAX_TOOL_ROUNDS
             try:
                 result = None
-                async for item in self.client.stream_chat(wire, tools=TOOL_SCHEMAS if use_tools else None):
+                async for item in self.client.stream_chat(
+                    wire, tools=TOOL_SCHEMAS if use_tools else None
+                ):
                     if isinstance(item, TextDelta):
                         state.reply += item.text
                         yield ev.TextDelta(item.text)
@@ -563,7 +597,9 @@ class ChatSession:
                         result = item
             except ToolsUnsupportedError:
                 self.supports_tools = False
-                await caps.record_tools_unsupported(self.store.capabilities, self.base_url, self.model)
+                await caps.record_tools_unsupported(
+                    self.store.capabilities, self.base_url, self.model
+                )
                 yield ev.Notice("this backend does not accept tools; continuing without them")
                 state.reply = ""
                 result = None
@@ -577,7 +613,9 @@ class ChatSession:
                 return
             if result.usage is not None:
                 state.usage = ev.UsageReported(
-                    result.usage.prompt_tokens, result.usage.completion_tokens, result.usage.cached_tokens
+                    result.usage.prompt_tokens,
+                    result.usage.completion_tokens,
+                    result.usage.cached_tokens,
                 )
                 await caps.record_accepted_prompt(
                     self.store.capabilities, self.base_url, self.model, result.usage.prompt_tokens
@@ -593,7 +631,12 @@ class ChatSession:
                 yield ev.ToolCallStarted(call.id, call.name, call.arguments)
                 outcome = await run_tool(handlers, call.name, call.arguments)
                 state.tool_events.append(
-                    {"name": call.name, "arguments": call.arguments, "result": outcome.result[:2000], "error": outcome.error}
+                    {
+                        "name": call.name,
+                        "arguments": call.arguments,
+                        "result": outcome.result[:2000],
+                        "error": outcome.error,
+                    }
                 )
                 yield ev.ToolCallFinished(call.id, call.name, outcome.result, outcome.error)
                 wire.append({"role": "tool", "tool_call_id": call.id, "content": outcome.result})

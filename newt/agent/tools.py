@@ -78,7 +78,9 @@ class ToolOutcome:
 ToolHandler = Callable[[dict[str, Any]], Awaitable[str]]
 
 
-async def run_tool(handlers: dict[str, ToolHandler], name: str, arguments: dict[str, Any]) -> ToolOutcome:
+async def run_tool(
+    handlers: dict[str, ToolHandler], name: str, arguments: dict[str, Any]
+) -> ToolOutcome:
     handler = handlers.get(name)
     if handler is None:
         return ToolOutcome(f"error: there is no tool named {name!r}", error=True)
@@ -99,7 +101,10 @@ def tool_call_message(calls: list[Any], text: str) -> dict[str, Any]:
             {
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": c.raw_arguments or json.dumps(c.arguments)},
+                "function": {
+                    "name": c.name,
+                    "arguments": c.raw_arguments or json.dumps(c.arguments),
+                },
             }
             for c in calls
         ],

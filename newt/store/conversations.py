@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import time
 import uuid
@@ -79,7 +80,7 @@ class ConversationRepo:
         row = await cur.fetchone()
         return _conversation(row) if row else None
 
-    async def list(self, limit: int | None = None) -> list[Conversation]:
+    async def list(self, limit: int | None = None) -> builtins.list[Conversation]:
         sql = _CONVERSATION_SELECT + " ORDER BY c.updated_at DESC, c.rowid DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -90,7 +91,7 @@ class ConversationRepo:
         found = await self.list(limit=1)
         return found[0] if found else None
 
-    async def find_by_prefix(self, prefix: str) -> list[Conversation]:
+    async def find_by_prefix(self, prefix: str) -> builtins.list[Conversation]:
         """Conversations whose id starts with `prefix` (for `-r ID`)."""
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         cur = await self.db.conn.execute(
@@ -99,7 +100,7 @@ class ConversationRepo:
         )
         return [_conversation(r) for r in await cur.fetchall()]
 
-    async def search(self, text: str, limit: int = 50) -> list[Conversation]:
+    async def search(self, text: str, limit: int = 50) -> builtins.list[Conversation]:
         """Conversations whose title or any turn contains `text` (case-insensitive)."""
         if not text.strip():
             return await self.list(limit=limit)

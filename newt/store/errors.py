@@ -1,8 +1,8 @@
 """Errors raised by the store.
 
-    StoreError
-     ├── NotADatabaseError     the file exists but is not an SQLite database
-     └── DatabaseTooNewError   written by a newer newt; we refuse to touch it
+StoreError
+ ├── NotADatabaseError     the file exists but is not an SQLite database
+ └── DatabaseTooNewError   written by a newer newt; we refuse to touch it
 """
 
 from __future__ import annotations

@@ -6,9 +6,8 @@ transaction. Never edit a released migration: add a new one.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 import sqlite3
+from collections.abc import Awaitable, Callable
 
 import aiosqlite
 
@@ -69,7 +68,7 @@ async def m001_initial(conn: aiosqlite.Connection) -> None:
             content     TEXT NOT NULL UNIQUE,
             created_at  REAL NOT NULL
         );
-        """
+        """,
     )
 
 
@@ -110,7 +109,7 @@ async def m002_memory_records(conn: aiosqlite.Connection) -> None:
                 VALUES ('delete', old.id, old.content);
             INSERT INTO memory_fts(rowid, content) VALUES (new.id, new.content);
         END;
-        """
+        """,
     )
 
 
@@ -132,7 +131,7 @@ async def m003_model_capabilities(conn: aiosqlite.Connection) -> None:
             updated_at      REAL NOT NULL,
             PRIMARY KEY (base_url, model)
         );
-        """
+        """,
     )
 
 

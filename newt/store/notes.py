@@ -32,8 +32,12 @@ class NoteRepo:
             await cur.close()
             if row is not None:
                 await insert_record(
-                    conn, key=f"n{row[0]}", source="note", content=content,
-                    note_id=row[0], created_at=now,
+                    conn,
+                    key=f"n{row[0]}",
+                    source="note",
+                    content=content,
+                    note_id=row[0],
+                    created_at=now,
                 )
 
     async def replace(self, old: str, new: str) -> None:

@@ -1,0 +1,65 @@
+"""OpenAI-compatible backend: streaming client, errors, capability probe and cache,
+and a managed llama-server. No UI imports here."""
+
+from newt.backend.capabilities import (
+    BudgetResolution,
+    record_accepted_prompt,
+    record_overflow,
+    record_probe,
+    record_tools_supported,
+    record_tools_unsupported,
+    resolve_budget,
+)
+from newt.backend.classify import classify_error
+from newt.backend.client import ChatClient
+from newt.backend.errors import (
+    AuthenticationError,
+    BackendError,
+    BackendTimeoutError,
+    BadRequestError,
+    ContextLengthExceededError,
+    LocalServerError,
+    MalformedStreamError,
+    NotFoundError,
+    RateLimitedError,
+    ServerError,
+    StreamingUnsupportedError,
+    ToolsUnsupportedError,
+    UnreachableError,
+)
+from newt.backend.local_server import LocalLlamaServer
+from newt.backend.probe import ProbeResult, probe_context_window
+from newt.backend.types import ChatResult, ChatUsage, StreamEvent, TextDelta, ToolCall
+
+__all__ = [
+    "AuthenticationError",
+    "BackendError",
+    "BackendTimeoutError",
+    "BadRequestError",
+    "BudgetResolution",
+    "ChatClient",
+    "ChatResult",
+    "ChatUsage",
+    "ContextLengthExceededError",
+    "LocalLlamaServer",
+    "LocalServerError",
+    "MalformedStreamError",
+    "NotFoundError",
+    "ProbeResult",
+    "RateLimitedError",
+    "ServerError",
+    "StreamEvent",
+    "StreamingUnsupportedError",
+    "TextDelta",
+    "ToolCall",
+    "ToolsUnsupportedError",
+    "UnreachableError",
+    "classify_error",
+    "probe_context_window",
+    "record_accepted_prompt",
+    "record_overflow",
+    "record_probe",
+    "record_tools_supported",
+    "record_tools_unsupported",
+    "resolve_budget",
+]

@@ -1,0 +1,106 @@
+"""Session-scoped pytest fixture ``llama_server``: llama.cpp's real server for e2e tests.
+
+It runs ``scripts/get_llama_server.sh`` (a no-op once the binary and model are
+cached in ~/.cache/newt-llama; the first build takes about 8 minutes), then
+starts ``LocalLlamaServer`` with ``-c 1024`` (``$NEWT_LLAMA_TEST_CTX`` overrides).
+If the binary cannot be obtained or started, every test using the fixture fails
+with the reason: CI installs it, so a silent skip would hide a broken setup.
+
+Use it with ``pytest_plugins = ["tests.llama_server"]`` (in the test module or
+the root conftest) and mark the tests ``@pytest.mark.llama``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from newt.backend.errors import LocalServerError
+from newt.backend.local_server import LocalLlamaServer, default_model_path
+
+REPO = Path(__file__).resolve().parents[1]
+GET_SCRIPT = REPO / "scripts" / "get_llama_server.sh"
+LLAMA_TEST_CTX = int(os.environ.get("NEWT_LLAMA_TEST_CTX", "1024"))
+
+
+@dataclass
+class LlamaServer:
+    base_url: str  # ".../v1"
+    root_url: str
+    n_ctx: int
+    model: str  # the name newt sends; llama-server serves one model whatever it is called
+    model_path: Path
+    binary: Path
+
+    def tokenize(self, text: str, *, add_special: bool = False) -> list[int]:
+        """The server's own tokenizer (add_special=True adds BOS as a chat request does)."""
+        payload = {"content": text, "add_special": add_special}
+        response = httpx.post(f"{self.root_url}/tokenize", json=payload, timeout=30)
+        response.raise_for_status()
+        return list(response.json()["tokens"])
+
+    def apply_template(self, messages: list[dict[str, Any]]) -> str:
+        """The prompt text the server builds from these messages with its chat template."""
+        response = httpx.post(
+            f"{self.root_url}/apply-template", json={"messages": messages}, timeout=30
+        )
+        response.raise_for_status()
+        return str(response.json()["prompt"])
+
+    def prompt_tokens(self, messages: list[dict[str, Any]]) -> int:
+        """What a chat request with these messages should report as prompt_tokens."""
+        return len(self.tokenize(self.apply_template(messages), add_special=True))
+
+
+def obtain_llama_server() -> tuple[Path, Path]:
+    """(binary, model): $NEWT_LLAMA_SERVER if set and the model is cached, else the script."""
+    env_binary = os.environ.get("NEWT_LLAMA_SERVER")
+    if env_binary and Path(env_binary).is_file() and default_model_path().is_file():
+        return Path(env_binary), default_model_path()
+    try:
+        proc = subprocess.run(
+            ["bash", str(GET_SCRIPT)],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            cwd=REPO,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.fail(f"scripts/get_llama_server.sh could not run: {exc}", pytrace=False)
+    paths = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or len(paths) < 2:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-25:])
+        pytest.fail(
+            f"scripts/get_llama_server.sh failed (exit {proc.returncode}); the llama tests "
+            f"need llama-server and the Gemma model. Its last output:\n{tail}",
+            pytrace=False,
+        )
+    return Path(paths[-2]), Path(paths[-1])
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[LlamaServer]:
+    binary, model = obtain_llama_server()
+    server = LocalLlamaServer(model, binary=binary, ctx=LLAMA_TEST_CTX)
+    try:
+        server.start()
+    except LocalServerError as exc:
+        pytest.fail(f"llama-server did not start: {exc}", pytrace=False)
+    try:
+        yield LlamaServer(
+            base_url=server.base_url,
+            root_url=server.root_url,
+            n_ctx=LLAMA_TEST_CTX,
+            model="gemma-3-270m",
+            model_path=model,
+            binary=binary,
+        )
+    finally:
+        server.stop()

@@ -1,0 +1,353 @@
+"""The agentic loop in-process, against the fake OpenAI server and a real SQLite store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from newt.agent import events as ev
+from newt.agent.session import ChatSession
+from newt.store import Store
+from tests.agent_helpers import done_of, make_config, reply_of, run_turn
+from tests.fake_openai import (
+    ErrorReply,
+    FakeOpenAI,
+    Reply,
+    llama_server_overflow,
+    tools_unsupported,
+)
+
+
+async def open_session(fake: FakeOpenAI, config_text: str = "") -> tuple[Store, ChatSession]:
+    config = make_config(fake.base_url, config_text)
+    assert config.db_path is not None
+    store = await Store.open(config.db_path)
+    session = await ChatSession.open(config, store)
+    return store, session
+
+
+async def close(store: Store, session: ChatSession) -> None:
+    await session.close()
+    await store.close()
+
+
+async def test_one_turn_streams_persists_and_reports_usage(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(
+            Reply(text="Hello there, friend.", prompt_tokens=57, completion_tokens=5)
+        )
+        events = await run_turn(session, "hi newt")
+        assert reply_of(events) == "Hello there, friend."
+        deltas = [e for e in events if isinstance(e, ev.TextDelta)]
+        assert len(deltas) > 1  # streamed, not one lump
+        done = done_of(events)
+        assert done.status == "complete" and done.usage is not None
+        assert (done.usage.prompt_tokens, done.usage.completion_tokens) == (57, 5)
+        body = fake_openai.chat_requests[-1].body
+        assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+        assert body["messages"][0]["role"] == "system"
+        assert body["messages"][-1] == {"role": "user", "content": "hi newt"}
+        assert {t["function"]["name"] for t in body["tools"]} == {
+            "save_note",
+            "recall_memory",
+            "fetch_record",
+        }
+        log = await session.history()
+        assert [
+            (t.kind, t.status, t.user, t.assistant, t.tokens_in, t.tokens_out) for t in log
+        ] == [("turn", "complete", "hi newt", "Hello there, friend.", 57, 5)]
+        status = session.memory_status()
+        # anchored: the reported prompt plus the reply not yet in any report
+        assert status.used == 57 + 5
+        assert status.last_reported == 57
+    finally:
+        await close(store, session)
+
+
+async def test_history_is_sent_on_the_next_turn(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(Reply(text="Paris."), Reply(text="About 2.1 million."))
+        await run_turn(session, "capital of France?")
+        await run_turn(session, "population?")
+        messages = fake_openai.chat_requests[-1].body["messages"]
+        roles = [(m["role"], m["content"]) for m in messages[1:]]
+        assert roles[:2] == [("user", "capital of France?"), ("assistant", "Paris.")]
+        assert roles[-1][0] == "user" and roles[-1][1].endswith("population?")
+    finally:
+        await close(store, session)
+
+
+async def test_failed_request_keeps_the_users_words(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai, "[backend]\nmax_retries = 0\n")
+    try:
+        fake_openai.script(ErrorReply(500, {"error": {"message": "kaput"}}))
+        events = await run_turn(session, "please remember this long question")
+        errors = [e for e in events if isinstance(e, ev.TurnError)]
+        assert len(errors) == 1 and errors[0].retryable
+        assert done_of(events).status == "failed"
+        log = await session.history()
+        assert log[-1].status == "failed" and log[-1].user == "please remember this long question"
+        # the provider did not take the failed turn; a retry works
+        fake_openai.script(Reply(text="answer"))
+        events = await run_turn(session, "please remember this long question")
+        assert done_of(events).status == "complete"
+    finally:
+        await close(store, session)
+
+
+async def test_cancel_mid_stream_keeps_partial_reply(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(
+            Reply(
+                text="one two three four five six seven eight nine ten", chunk_size=4, delay_s=0.2
+            )
+        )
+        got: list[str] = []
+
+        async def consume() -> None:
+            async for event in session.send("count slowly"):
+                if isinstance(event, ev.TextDelta):
+                    got.append(event.text)
+
+        task = asyncio.create_task(consume())
+        while len(got) < 2:
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert fake_openai.wait_for_disconnect()
+        log = await session.history()
+        assert log[-1].status == "interrupted"
+        assert log[-1].assistant == "".join(got) and log[-1].assistant
+        assert session.provider.resident_turns() == 1
+    finally:
+        await close(store, session)
+
+
+async def test_tool_calls_run_and_feed_back(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(
+            Reply(
+                text="",
+                tool_calls=[
+                    {
+                        "name": "save_note",
+                        "arguments": {"action": "add", "content": "User is allergic to nuts"},
+                    }
+                ],
+            ),
+            Reply(text="Noted: no nuts."),
+        )
+        events = await run_turn(session, "I'm allergic to nuts, remember that")
+        started = [e for e in events if isinstance(e, ev.ToolCallStarted)]
+        finished = [e for e in events if isinstance(e, ev.ToolCallFinished)]
+        assert [e.name for e in started] == ["save_note"]
+        assert finished[0].result == "saved" and not finished[0].error
+        assert reply_of(events).endswith("Noted: no nuts.")
+        assert await store.notes.list() == ["User is allergic to nuts"]
+        second = fake_openai.chat_requests[-1].body["messages"]
+        assert second[-2]["role"] == "assistant" and second[-2]["tool_calls"]
+        assert second[-1]["role"] == "tool" and second[-1]["content"] == "saved"
+        # the note now rides in the system prompt
+        fake_openai.script(Reply(text="ok"))
+        await run_turn(session, "what can't I eat?")
+        assert (
+            "User is allergic to nuts"
+            in fake_openai.chat_requests[-1].body["messages"][0]["content"]
+        )
+        log = await session.history()
+        assert log[0].tool_events[0]["name"] == "save_note"
+    finally:
+        await close(store, session)
+
+
+async def test_tool_rounds_are_capped_at_eight(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        looping = Reply(
+            text="", tool_calls=[{"name": "recall_memory", "arguments": {"query": "anything"}}]
+        )
+        fake_openai.script(*([looping] * 8), Reply(text="giving up on tools"))
+        events = await run_turn(session, "loop forever")
+        assert len([e for e in events if isinstance(e, ev.ToolCallStarted)]) == 8
+        assert len(fake_openai.chat_requests) == 9
+        assert "tools" not in fake_openai.chat_requests[-1].body
+        assert done_of(events).status == "complete"
+    finally:
+        await close(store, session)
+
+
+async def test_tools_rejected_retry_without_and_remember(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(tools_unsupported(), Reply(text="fine without tools"))
+        events = await run_turn(session, "hello")
+        assert reply_of(events) == "fine without tools"
+        assert any(isinstance(e, ev.Notice) for e in events)
+        assert "tools" in fake_openai.chat_requests[0].body
+        assert "tools" not in fake_openai.chat_requests[1].body
+        cap = await store.capabilities.get(session.base_url, session.model)
+        assert cap is not None and cap.supports_tools is False
+    finally:
+        await close(store, session)
+    # a new session remembers
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(Reply(text="still fine"))
+        await run_turn(session, "again")
+        assert "tools" not in fake_openai.chat_requests[-1].body
+    finally:
+        await close(store, session)
+
+
+async def test_context_overflow_compacts_and_retries_once(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        for i in range(4):
+            fake_openai.script(Reply(text=f"reply {i} " + "words " * 40))
+            await run_turn(session, f"question {i} " + "filler " * 40)
+        fake_openai.script(
+            llama_server_overflow(prompt_tokens=3000, context_window=2048),
+            Reply(text="Summary: four questions with filler were asked."),  # the summarizer
+            Reply(text="made it"),
+        )
+        events = await run_turn(session, "one more")
+        assert reply_of(events) == "made it"
+        compacted = [e for e in events if isinstance(e, ev.Compacted)]
+        assert compacted and compacted[0].reason == "overflow"
+        assert "Summary: four questions with filler were asked." in compacted[0].record
+        assert fake_openai.chat_requests[-2].body.get("stream") is not True
+        cap = await store.capabilities.get(session.base_url, session.model)
+        assert cap is not None and cap.overflow_at == 3000 and cap.safe_context == 2250
+        retry = fake_openai.chat_requests[-1].body["messages"]
+        assert len(retry) < len(fake_openai.chat_requests[-3].body["messages"])
+        log = await session.history()
+        assert any(t.kind == "compaction" for t in log)
+    finally:
+        await close(store, session)
+
+
+async def test_second_overflow_surfaces(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(llama_server_overflow(), llama_server_overflow())
+        events = await run_turn(session, "too big")
+        errors = [e for e in events if isinstance(e, ev.TurnError)]
+        assert len(errors) == 1 and errors[0].kind == "ContextLengthExceededError"
+        assert len(fake_openai.chat_requests) == 2
+    finally:
+        await close(store, session)
+
+
+async def test_compaction_is_persisted_and_restored_identically(
+    fake_openai: FakeOpenAI,
+) -> None:
+    config = "[memory]\ncontext_tokens = 600\n[recall]\nretained_token_budget = 0\n"
+    store, session = await open_session(fake_openai, config)
+    try:
+        compactions = 0
+        for i in range(12):
+            fake_openai.script(Reply(text=f"answer {i}: " + "lorem ipsum dolor " * 6))
+            events = await run_turn(session, f"question {i}: " + "tell me more " * 8)
+            compactions += len([e for e in events if isinstance(e, ev.Compacted)])
+        assert compactions >= 2
+        before = session.memory_status()
+        messages_before = session.provider.build_messages("SYS", "next")
+        conv_id = session.conversation.id if session.conversation else ""
+    finally:
+        await close(store, session)
+    store, session = await open_session(fake_openai, config)
+    try:
+        await session.resume(conv_id[:10])
+        after = session.memory_status()
+        assert (after.used, after.budget, after.resident_turns) == (
+            before.used,
+            before.budget,
+            before.resident_turns,
+        )
+        assert session.provider.build_messages("SYS", "next") == messages_before
+    finally:
+        await close(store, session)
+
+
+async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(Reply(text="Noted, the locker code is 7312."))
+        await run_turn(session, "My gym locker code is 7312, keep it in mind.")
+        await session.new_conversation()
+        fake_openai.script(Reply(text="It is 7312."))
+        events = await run_turn(session, "What was my gym locker code?")
+        evidence = [e for e in events if isinstance(e, ev.RetainedEvidence)]
+        assert evidence and evidence[0].report.capsules
+        assert "7312" in evidence[0].report.capsules[0].excerpt
+        sent = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
+        assert "7312" in sent and sent.endswith("What was my gym locker code?")
+        log = await session.history()
+        assert log[-1].user == "What was my gym locker code?"
+        assert session.last_retention is evidence[0].report
+    finally:
+        await close(store, session)
+
+
+async def test_fetch_record_tool_returns_full_record(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(Reply(text="stored"))
+        await run_turn(session, "The blue folder holds the 2019 tax returns.")
+        key = f"t{(await session.history())[0].id}"
+        fake_openai.script(
+            Reply(text="", tool_calls=[{"name": "fetch_record", "arguments": {"key": key}}]),
+            Reply(text="done"),
+        )
+        events = await run_turn(session, "what's in the blue folder?")
+        finished = [e for e in events if isinstance(e, ev.ToolCallFinished)]
+        assert "The blue folder holds the 2019 tax returns." in finished[0].result
+        record = await session.fetch_record(key)
+        assert record is not None and "2019 tax returns" in record.content
+    finally:
+        await close(store, session)
+
+
+async def test_note_command_language(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        assert await session.note("likes green tea") == "saved note"
+        assert await session.note("likes green tea") == "that note is already saved"
+        assert "replaced" in await session.note("replace green => likes black tea")
+        listing = await session.note("list")
+        assert "1. likes black tea" in listing
+        assert "removed" in await session.note("remove black")
+        assert await store.notes.list() == []
+    finally:
+        await close(store, session)
+
+
+async def test_export_has_no_secrets(
+    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SUPERSECRET-0042")
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(Reply(text="hi"))
+        await run_turn(session, "hello")
+        assert fake_openai.chat_requests[-1].headers["authorization"] == (
+            "Bearer sk-test-SUPERSECRET-0042"
+        )
+        md = await session.export("md")
+        data = json.loads(await session.export("json"))
+        assert "## User" in md and data["turns"][0]["user"] == "hello"
+        assert "SUPERSECRET" not in md and "SUPERSECRET" not in json.dumps(data)
+        db_path = session.config.db_path
+    finally:
+        await close(store, session)
+    assert db_path is not None
+    for path in Path(db_path).parent.iterdir():
+        assert b"SUPERSECRET" not in path.read_bytes(), path

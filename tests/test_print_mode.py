@@ -1,0 +1,198 @@
+"""`newt -p` as a script would run it: real subprocess, fake server, real database."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.agent_helpers import MODEL, newt_cmd
+from tests.fake_openai import ErrorReply, FakeOpenAI, Reply
+
+
+def args(fake: FakeOpenAI, *extra: str) -> list[str]:
+    return ["--base-url", fake.base_url, "--model", MODEL, *extra]
+
+
+def test_print_streams_reply_and_exits_zero(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
+    fake_openai.script(Reply(text="The answer is 42."))
+    result = newt_cmd(*args(fake_openai, "-p", "what is the answer?"), home=_isolated_home)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "The answer is 42.\n"
+    assert fake_openai.chat_requests[-1].body["messages"][-1]["content"] == "what is the answer?"
+
+
+def test_print_reads_stdin(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
+    fake_openai.script(Reply(text="summarised"))
+    result = newt_cmd(
+        *args(fake_openai, "-p", "-"), home=_isolated_home, stdin="a long piped document\n"
+    )
+    assert result.returncode == 0, result.stderr
+    assert fake_openai.chat_requests[-1].body["messages"][-1]["content"] == (
+        "a long piped document\n"
+    )
+
+
+def test_json_output(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
+    fake_openai.script(Reply(text="hi!", prompt_tokens=80, completion_tokens=2))
+    result = newt_cmd(*args(fake_openai, "-p", "hello", "--json"), home=_isolated_home)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["reply"] == "hi!"
+    assert data["usage"] == {"prompt_tokens": 80, "completion_tokens": 2}
+    assert data["memory"]["label"] == "tokens"
+    # anchored: the reported prompt plus the reply's estimate (ceil(3 / 4) = 1)
+    assert data["memory"]["used"] == 81
+    assert data["memory"]["source"] == "backend"  # the fake server's /props n_ctx
+    assert data["memory"]["budget"] == int(4096 * 0.8)
+    assert isinstance(data["retained_evidence"], dict)
+    assert data["compactions"] == []
+    assert len(data["conversation_id"]) == 32
+
+
+def test_continue_and_resume(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
+    fake_openai.script(
+        Reply(text="first reply"), Reply(text="second reply"), Reply(text="third reply")
+    )
+    first = newt_cmd(*args(fake_openai, "-p", "first", "--json"), home=_isolated_home)
+    conv_id = json.loads(first.stdout)["conversation_id"]
+    newt_cmd(*args(fake_openai, "-p", "other conversation"), home=_isolated_home)
+    # -r with a prefix continues the first conversation, not the latest
+    result = newt_cmd(
+        *args(fake_openai, "-r", conv_id[:8], "-p", "third", "--json"), home=_isolated_home
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["conversation_id"] == conv_id
+    sent = [(m["role"], m["content"]) for m in fake_openai.chat_requests[-1].body["messages"]]
+    assert ("user", "first") in sent and ("assistant", "first reply") in sent
+    assert ("user", "other conversation") not in sent
+    # -c continues the latest one (now the first, just updated)
+    fake_openai.script(Reply(text="fourth reply"))
+    result = newt_cmd(*args(fake_openai, "-c", "-p", "fourth"), home=_isolated_home)
+    assert result.returncode == 0
+    sent = [m["content"] for m in fake_openai.chat_requests[-1].body["messages"]]
+    assert "third reply" in sent
+    listing = newt_cmd("list", home=_isolated_home).stdout
+    assert conv_id[:12] in listing
+
+
+def test_usage_errors_exit_two(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
+    cases = [
+        (args(fake_openai, "-p", "   "), "prompt is empty"),
+        (args(fake_openai, "-r", "zzzz", "-p", "hi"), "no conversation with id"),
+        (["--base-url", fake_openai.base_url, "-p", "hi"], "no model configured"),
+        (["--model", MODEL, "-p", "hi"], "no backend configured"),
+        (["export", "nope"], "no conversation with id"),
+    ]
+    for argv, message in cases:
+        result = newt_cmd(*argv, home=_isolated_home)
+        assert result.returncode == 2, (argv, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
+        assert result.stderr.count("\n") == 1, result.stderr
+
+
+def test_ambiguous_prefix(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
+    db = _isolated_home / "newt.db"
+    newt_cmd("list", home=_isolated_home)
+    con = sqlite3.connect(db)
+    for cid in ("abc111", "abc222"):
+        con.execute(
+            "INSERT INTO conversations(id, created_at, updated_at) VALUES (?, 1, 1)", (cid,)
+        )
+    con.commit()
+    con.close()
+    result = newt_cmd(*args(fake_openai, "-r", "abc", "-p", "hi"), home=_isolated_home)
+    assert result.returncode == 2 and "give more characters" in result.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_backend_down_keeps_message_and_exits_one(_isolated_home: Path) -> None:
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    result = newt_cmd(
+        "--base-url",
+        url,
+        "--model",
+        MODEL,
+        "-p",
+        "are you there?",
+        home=_isolated_home,
+        env={"NEWT_RETRY_SCALE": "0"},
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and "newt -c" in result.stderr
+    con = sqlite3.connect(_isolated_home / "newt.db")
+    rows = con.execute("SELECT user, status FROM turns").fetchall()
+    con.close()
+    assert rows == [("are you there?", "failed")]
+
+
+def test_server_errors_exit_one(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
+    (_isolated_home / "config.toml").write_text("[backend]\nmax_retries = 1\n")
+    fake_openai.script(ErrorReply(503), ErrorReply(503))
+    result = newt_cmd(*args(fake_openai, "-p", "hello"), home=_isolated_home)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert len(fake_openai.chat_requests) == 2
+
+
+def test_escape_sequences_never_reach_the_terminal(
+    fake_openai: FakeOpenAI, _isolated_home: Path
+) -> None:
+    fake_openai.script(Reply(text="safe \x1b]0;pwned\x07text\x1b[2J here\x1b[31m!"))
+    result = newt_cmd(*args(fake_openai, "-p", "hi"), home=_isolated_home)
+    assert result.stdout == "safe text here!\n"
+
+
+def test_export_markdown_and_json(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
+    fake_openai.script(Reply(text="Use a **trellis**."))
+    first = newt_cmd(*args(fake_openai, "-p", "how do I grow peas?", "--json"), home=_isolated_home)
+    conv_id = json.loads(first.stdout)["conversation_id"]
+    md = newt_cmd("export", conv_id[:6], home=_isolated_home)
+    assert md.returncode == 0
+    assert "## User\n\nhow do I grow peas?" in md.stdout and "Use a **trellis**." in md.stdout
+    js = newt_cmd("export", conv_id, "--format", "json", home=_isolated_home)
+    data = json.loads(js.stdout)
+    assert data["id"] == conv_id and data["turns"][0]["assistant"] == "Use a **trellis**."
+
+
+def test_sigkill_mid_stream_leaves_a_clean_database(
+    fake_openai: FakeOpenAI, _isolated_home: Path
+) -> None:
+    fake_openai.script(Reply(text="a finished answer"))
+    assert newt_cmd(*args(fake_openai, "-p", "first question"), home=_isolated_home).returncode == 0
+    fake_openai.script(Reply(text="word " * 200, chunk_size=5, delay_s=0.05))
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["NEWT_HOME"] = str(_isolated_home)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "newt", *args(fake_openai, "-c", "-p", "second question")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.read(10)  # the reply is streaming
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    con = sqlite3.connect(_isolated_home / "newt.db")
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    rows = con.execute("SELECT user, assistant, status FROM turns ORDER BY id").fetchall()
+    con.close()
+    assert rows == [
+        ("first question", "a finished answer", "complete"),
+        ("second question", "", "pending"),
+    ]
+    # and the conversation carries on
+    fake_openai.script(Reply(text="carrying on"))
+    result = newt_cmd(*args(fake_openai, "-c", "-p", "third"), home=_isolated_home)
+    assert result.returncode == 0 and result.stdout == "carrying on\n"
