@@ -132,7 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.local is not None:
                 from newt.backend.local_server import LocalLlamaServer
 
-                server = stack.enter_context(LocalLlamaServer(model_path=args.local or None))
+                # a cap on reply length: base models may otherwise talk until the window is full
+                server = stack.enter_context(
+                    LocalLlamaServer(model_path=args.local or None, extra_args=["-n", "512"])
+                )
                 base_url, model = server.base_url, model or server.model_name
             config = load_config(args.config, base_url=base_url, model=model)
             if args.command == "list":

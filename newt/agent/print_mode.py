@@ -10,7 +10,7 @@ import json
 from typing import Any, TextIO
 
 from newt.agent import events as ev
-from newt.agent.session import ChatSession, dump_report
+from newt.agent.session import ChatSession, MemoryStatus, dump_report
 from newt.config import Config
 from newt.store import Store
 from newt.text import StreamSanitizer, strip_terminal_escapes
@@ -30,17 +30,28 @@ async def run_print(
     async with await Store.open(config.db_path) as store:
         session = await ChatSession.open(config, store)
         try:
+            resumed = None
             if resume:
                 await session.resume(resume)
             elif continue_latest:
                 await session.continue_latest()
-            return await _one_turn(session, prompt, as_json=as_json, out=out, err=err)
+            if session.conversation is not None:
+                resumed = session.memory_status()
+            return await _one_turn(
+                session, prompt, as_json=as_json, out=out, err=err, resumed=resumed
+            )
         finally:
             await session.close()
 
 
 async def _one_turn(
-    session: ChatSession, prompt: str, *, as_json: bool, out: TextIO, err: TextIO
+    session: ChatSession,
+    prompt: str,
+    *,
+    as_json: bool,
+    out: TextIO,
+    err: TextIO,
+    resumed: MemoryStatus | None = None,
 ) -> int:
     reply_parts: list[str] = []
     done: ev.TurnDone | None = None
@@ -89,6 +100,11 @@ async def _one_turn(
                 "budget": status.budget,
                 "source": status.budget_source,
             },
+            # with -c/-r: the figures restored from the durable log, before this turn
+            "resumed_memory": None
+            if resumed is None
+            else {"used": resumed.used, "budget": resumed.budget,
+                  "resident_turns": resumed.resident_turns},
             "retained_evidence": dump_report(session.last_retention),
             "compactions": [
                 {"reason": c.reason, "resident_turns": c.resident_turns, "used_after": c.used_after}

@@ -129,7 +129,7 @@ class ChatSession:
         self.base_url = config.backend.base_url
         self.conversation: Conversation | None = None
         self.notes = NoteBook()
-        self.recall = RecallEngine(store)
+        self.recall = RecallEngine(store, excerpt_tokens=config.recall.excerpt_tokens)
         self.last_retention: RetentionReport | None = None
         self.budget = caps.resolve_budget(config.memory.context_tokens, None)
         self.supports_tools: bool | None = None
@@ -521,13 +521,17 @@ class ChatSession:
             return [compacted]
         return []
 
+    async def _note_keys(self) -> set[str]:
+        """Notes already ride in the system prompt; capsules of them would repeat them."""
+        return await self.store.notes.record_keys()
+
     async def _recall_evidence(self, text: str) -> RetentionReport | None:
         budget = self.config.recall.retained_token_budget
         if budget <= 0:
             return None
         response = await self.recall.recall(
             RecallRequest(text, limit=8, retained_token_budget=budget),
-            exclude_keys=set(self._resident_keys),
+            exclude_keys=set(self._resident_keys) | await self._note_keys(),
         )
         return response.retained_evidence
 

@@ -20,6 +20,11 @@ class NoteRepo:
         cur = await self.db.conn.execute("SELECT content FROM notes ORDER BY id")
         return [r[0] for r in await cur.fetchall()]
 
+    async def record_keys(self) -> set[str]:
+        """The memory-record keys of all notes (`n<id>`)."""
+        cur = await self.db.conn.execute("SELECT id FROM notes")
+        return {f"n{row[0]}" for row in await cur.fetchall()}
+
     async def add(self, content: str) -> None:
         now = time.time()
         async with self.db.transaction() as conn:

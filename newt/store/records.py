@@ -30,7 +30,7 @@ async def insert_record(
     cur = await conn.execute(
         "INSERT INTO memory_records(key, source, conversation_id, turn_id, note_id, content,"
         " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT(key) DO UPDATE SET content = excluded.content",
+        " ON CONFLICT(key) DO UPDATE SET content = excluded.content RETURNING id",
         (
             key,
             source,
@@ -41,9 +41,9 @@ async def insert_record(
             time.time() if created_at is None else created_at,
         ),
     )
-    rowid = cur.lastrowid
+    row = await cur.fetchone()  # lastrowid is stale when the key already existed
     await cur.close()
-    return int(rowid or 0)
+    return int(row[0]) if row else 0
 
 
 def row_to_record(row: aiosqlite.Row, score: float = 0.0) -> MemoryRecord:

@@ -1,0 +1,253 @@
+"""Recall over every memory record: bm25 on the FTS5 index, hit counting, retention.
+
+A recall is a few cheap statements so it stays fast on large stores:
+1. (only with exclusions) resolve the excluded keys to row ids;
+2. count each query word's records, stopping early for common words, and
+   bound the store's size (see fts_query.choose_terms);
+3. rank in the FTS5 index alone (see fts_query.plan_search), reading no content;
+4. one `UPDATE ... RETURNING` that counts the hit on exactly the returned
+   records and reads their rows (the only full contents ever loaded).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from newt.recall.excerpt import focus_terms
+from newt.recall.fts_query import (
+    RARE_DF,
+    SearchPlan,
+    choose_terms,
+    plan_search,
+    query_terms,
+    quote,
+)
+from newt.recall.retention import (
+    DEFAULT_EXCERPT_TOKENS,
+    RetentionCandidate,
+    RetentionReport,
+    retain_within_budget,
+)
+from newt.store import Database, Store
+from newt.store.models import MemoryRecord
+from newt.store.records import RecordRepo, row_to_record
+
+SECONDS_PER_HOUR = 3600.0
+# Most records bm25 may score per recall (see fts_query.plan_search): FTS5
+# spends about a microsecond on each, so a recall stays within milliseconds at
+# any store size.
+MAX_SCORED = 4000
+# Bound on the remembered common words (a few hundred KB at most).
+COMMON_WORDS_REMEMBERED = 20_000
+
+# bm25 is a sum over the query's phrases: the plan's match repeats the rare
+# words, so subtracting their bm25 leaves exactly bm25 over every word.
+# MATERIALIZED makes each FTS query run once (a correlated lookup would make
+# FTS5 recount every phrase for every row).
+_CORRECTED_RANK = """
+    WITH hits AS MATERIALIZED (
+        SELECT rowid AS id, bm25(memory_fts) AS s FROM memory_fts WHERE memory_fts MATCH ?),
+    base AS MATERIALIZED (
+        SELECT rowid AS id, bm25(memory_fts) AS s FROM memory_fts WHERE memory_fts MATCH ?)
+    SELECT hits.id, hits.s - base.s AS rank FROM hits JOIN base ON base.id = hits.id
+    ORDER BY rank, hits.id DESC LIMIT ?
+"""
+_RANK = """
+    SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts
+    WHERE memory_fts MATCH ? AND rowid >= ? ORDER BY rank, rowid DESC LIMIT ?
+"""
+# The newest match, and the rowid `newest_scored` matches back from it.
+_NEWEST_BOUND = """
+    SELECT (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1 ORDER BY rowid DESC LIMIT 1),
+           (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1
+            ORDER BY rowid DESC LIMIT 1 OFFSET ?2)
+"""
+
+
+@dataclass
+class RecallRequest:
+    query: str
+    limit: int = 8
+    retained_token_budget: int | None = None
+
+
+@dataclass
+class RecallResponse:
+    """`memories` best first; `retained_evidence` is set iff a budget was requested.
+
+    `terms` (beyond DESIGN.md) are the folded words the capsule excerpts were
+    centered on, e.g. for highlighting them in the sidebar.
+    """
+
+    memories: list[MemoryRecord]
+    retained_evidence: RetentionReport | None
+    terms: list[str] = field(default_factory=list)
+
+
+def to_candidates(records: Sequence[MemoryRecord], now: float) -> list[RetentionCandidate]:
+    """Retention candidates for recalled records, keyed by their retrieval key."""
+    return [
+        RetentionCandidate(
+            id=r.key,
+            content=r.content,
+            access_count=r.access_count,
+            age_hours=max(0.0, (now - r.created_at) / SECONDS_PER_HOUR),
+            retrieval_score=r.score,
+        )
+        for r in records
+    ]
+
+
+class RecallEngine:
+    """Searches all conversations' records. Give it the Store or its Database."""
+
+    def __init__(
+        self,
+        store: Store | Database,
+        *,
+        excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS,
+        max_scored: int = MAX_SCORED,
+    ) -> None:
+        self.db = store.db if isinstance(store, Store) else store
+        self.excerpt_tokens = excerpt_tokens
+        # Exposed so tests can drive the large-store plans with a few records.
+        self.max_scored = max(1, max_scored)
+        # When every word is common, any record holding them is about as good
+        # a candidate as another: score fewer of them, newest first.
+        self.newest_scored = max(1, self.max_scored // 4)
+        # Words seen to match more than RARE_DF records. Records are only
+        # added in normal use, so a common word stays common; remembering it
+        # spares a long message one index lookup per familiar word.
+        self._common_words: set[str] = set()
+        self._records = RecordRepo(self.db)
+
+    async def recall(
+        self,
+        request: RecallRequest,
+        *,
+        exclude_keys: Collection[str] = (),
+        now: float | None = None,
+    ) -> RecallResponse:
+        """The best `request.limit` records for the query, best first.
+
+        Each returned record's access_count is incremented, and the record is
+        reported with the count *after* this hit (so it includes this recall).
+        `score` is -bm25: higher is better. Records whose key is in
+        `exclude_keys` (already resident in the working set) are neither
+        returned nor counted. Never raises on odd user text: a query without
+        words returns no memories.
+        """
+        memories, terms = await self._search(request.query, request.limit, exclude_keys)
+        report = None
+        if request.retained_token_budget is not None:
+            candidates = to_candidates(memories, time.time() if now is None else now)
+            # Excerpts center on the words the ranking used (for a long
+            # message, those of its sentences with a rare word), not on
+            # every word of the query.
+            report = retain_within_budget(
+                candidates,
+                request.retained_token_budget,
+                self.excerpt_tokens,
+                query=" ".join(terms),
+            )
+        return RecallResponse(memories, report, terms)
+
+    async def fetch(self, key: str) -> MemoryRecord | None:
+        """The full record for a retrieval key, verbatim (not counted as a hit)."""
+        return await self._records.get(key)
+
+    async def _search(
+        self, query: str, limit: int, exclude_keys: Collection[str]
+    ) -> tuple[list[MemoryRecord], list[str]]:
+        """Best records first, and the words their excerpts should center on."""
+        words = query_terms(query)
+        if not words or limit <= 0:
+            return [], []
+        excluded = await self._ids_for(exclude_keys)
+        span, doc_freqs = await self._doc_freqs(words)
+        terms = choose_terms(doc_freqs, self.max_scored)
+        # Over-fetch by the number of exclusions, then filter here: a NOT IN
+        # inside the FTS query would stop FTS5 from ranking with LIMIT.
+        fetch = limit + len(excluded)
+        ranked: list[tuple[int, float]] = []
+        for plan in plan_search(terms, small_store=span <= self.max_scored):
+            ranked = await self._rank(plan, fetch)
+            if ranked:
+                break
+        ranked = [(rowid, rank) for rowid, rank in ranked if rowid not in excluded][:limit]
+        if terms.rare and terms.common_dropped:  # a long text: focus on its rare words
+            focus = focus_terms(query, terms.rare)
+        else:
+            focus = terms.scored
+        if not ranked:
+            return [], focus
+        return await self._count_hits(ranked), focus
+
+    async def _doc_freqs(self, words: list[str]) -> tuple[int, list[tuple[str, int]]]:
+        """An upper bound on the number of records, and each word's document
+        frequency clipped at RARE_DF + 1 (so a common word costs little)."""
+        unknown = [w for w in words if w not in self._common_words]
+        one = "(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?))"
+        params: list[object] = []
+        for word in unknown:
+            params += [quote(word), RARE_DF + 1]
+        cur = await self.db.conn.execute(
+            # max and min each read one end of the rowid b-tree (max - min
+            # inside one SELECT would scan the table instead).
+            "SELECT (SELECT max(id) FROM memory_records) - (SELECT min(id) FROM memory_records)"
+            + "".join(", " + one for _ in unknown),
+            params,
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        span = 0 if row[0] is None else int(row[0]) + 1
+        counted = dict(zip(unknown, (int(n) for n in row[1:]), strict=True))
+        if len(self._common_words) > COMMON_WORDS_REMEMBERED:
+            self._common_words.clear()
+        self._common_words.update(w for w, df in counted.items() if df > RARE_DF)
+        return span, [(w, counted.get(w, RARE_DF + 1)) for w in words]
+
+    async def _rank(self, plan: SearchPlan, limit: int) -> list[tuple[int, float]]:
+        """(rowid, bm25) best first; bm25 is negative, lower is better. Ties: newer first."""
+        conn = self.db.conn
+        if plan.correction is not None:
+            cur = await conn.execute(_CORRECTED_RANK, (plan.match, plan.correction, limit))
+            return [(row[0], row[1]) for row in await cur.fetchall()]
+        floor = 0
+        if plan.newest_only:
+            cur = await conn.execute(_NEWEST_BOUND, (plan.match, self.newest_scored - 1))
+            newest, bound = await cur.fetchone() or (None, None)
+            if newest is None:
+                return []
+            floor = bound or 0
+        cur = await conn.execute(_RANK, (plan.match, floor, limit))
+        return [(row[0], row[1]) for row in await cur.fetchall()]
+
+    async def _count_hits(self, ranked: list[tuple[int, float]]) -> list[MemoryRecord]:
+        """Increment access_count of exactly these records and read them, in one statement."""
+        scores = {rowid: -rank for rowid, rank in ranked}
+        marks = ",".join("?" * len(ranked))
+        async with self.db.transaction() as tx:
+            cur = await tx.execute(
+                "UPDATE memory_records SET access_count = access_count + 1"
+                f" WHERE id IN ({marks}) RETURNING *",
+                tuple(scores),
+            )
+            rows = await cur.fetchall()
+            await cur.close()
+        # RETURNING order is unspecified; rank order is the contract.
+        position = {rowid: i for i, (rowid, _) in enumerate(ranked)}
+        rows = sorted(rows, key=lambda row: position[row["id"]])
+        return [row_to_record(row, scores[row["id"]]) for row in rows]
+
+    async def _ids_for(self, keys: Collection[str]) -> set[int]:
+        if not keys:
+            return set()
+        cur = await self.db.conn.execute(
+            "SELECT id FROM memory_records WHERE key IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(keys)),),
+        )
+        return {row[0] for row in await cur.fetchall()}

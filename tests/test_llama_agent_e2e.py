@@ -1,0 +1,75 @@
+"""End to end: `newt -p ... -c` against the real llama-server until it compacts, then `-r`.
+
+The server runs with a 1,024-token window and replies capped at 40 tokens, so a
+handful of turns passes the 819-token budget and TokenBudget must compact.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from newt.backend.local_server import LocalLlamaServer
+from tests.agent_helpers import newt_cmd
+from tests.llama_server import obtain_llama_server
+
+pytestmark = pytest.mark.llama
+
+
+@pytest.fixture(scope="module")
+def small_llama() -> Iterator[LocalLlamaServer]:
+    binary, model = obtain_llama_server()
+    with LocalLlamaServer(
+        model, binary=binary, ctx=1024, extra_args=["-n", "40", "--temp", "0"]
+    ) as server:
+        yield server
+
+
+TOPICS = [
+    "Tell me about the lighthouse keeper Ada Quist, who kept the Skerry light from 1901 to 1933.",
+    "Her logbook records 412 storms and a whale that beached itself near the north jetty.",
+    "In 1919 she rescued the crew of the schooner Marigold; the mate was named Tobias Fenn.",
+    "The light used a first-order Fresnel lens, paraffin-fuelled, visible for 21 nautical miles.",
+    "Ada kept goats, grew potatoes in kelp beds, and wrote letters to her sister in Bergen.",
+    "After 1933 the light was automated and the cottage became a small museum with her logs.",
+    "Visitors today can read the Marigold rescue entry, dated 14 March 1919, in her own hand.",
+    "Summarise what you know about Ada Quist, the Marigold and the Skerry light in a line.",
+]
+
+
+def test_conversation_compacts_and_resumes_with_the_same_fullness(
+    small_llama: LocalLlamaServer, _isolated_home: Path
+) -> None:
+    base = ["--base-url", small_llama.base_url, "--model", "gemma"]
+    outputs = []
+    for i, text in enumerate(TOPICS):
+        argv = [*base, *(["-c"] if i else []), "-p", text, "--json"]
+        result = newt_cmd(*argv, home=_isolated_home, timeout=300)
+        assert result.returncode == 0, result.stderr
+        outputs.append(json.loads(result.stdout))
+    conv_ids = {o["conversation_id"] for o in outputs}
+    assert len(conv_ids) == 1
+    last = outputs[-1]
+    assert last["memory"]["source"] == "backend"  # llama-server /props n_ctx
+    assert last["memory"]["budget"] == int(1024 * 0.8)
+    assert all(o["usage"]["prompt_tokens"] for o in outputs)
+    compactions = sum(len(o["compactions"]) for o in outputs)
+    assert compactions >= 1, [o["memory"] for o in outputs]
+    assert last["memory"]["used"] <= last["memory"]["budget"]
+
+    conv_id = last["conversation_id"]
+    export = json.loads(newt_cmd("export", conv_id, "--format", "json",
+                                 home=_isolated_home).stdout)
+    kinds = [t["kind"] for t in export["turns"]]
+    assert kinds.count("turn") == len(TOPICS) and "compaction" in kinds
+
+    resumed = newt_cmd(*base, "-r", conv_id[:8], "-p", "And the goats?", "--json",
+                       home=_isolated_home, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    data = json.loads(resumed.stdout)
+    assert data["conversation_id"] == conv_id
+    assert data["resumed_memory"]["used"] == last["memory"]["used"]
+    assert data["resumed_memory"]["budget"] == last["memory"]["budget"]

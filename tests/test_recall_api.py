@@ -1,0 +1,63 @@
+"""newt.recall exports exactly the names DESIGN.md section 2 promises."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import newt.recall
+from newt.store.models import MemoryRecord
+
+
+def test_public_names() -> None:
+    assert set(newt.recall.__all__) == {
+        "DEFAULT_EXCERPT_TOKENS",
+        "est_tokens",
+        "recoverability",
+        "RetentionCandidate",
+        "EvidenceCapsule",
+        "RetentionReport",
+        "retain_within_budget",
+        "RecallRequest",
+        "RecallResponse",
+        "MemoryRecord",
+        "RecallEngine",
+    }
+    for name in newt.recall.__all__:
+        assert getattr(newt.recall, name) is not None
+    assert newt.recall.MemoryRecord is MemoryRecord
+
+
+def _fields(cls: type) -> list[tuple[str, object]]:
+    return [(f.name, f.default) for f in dataclasses.fields(cls)]
+
+
+def test_dataclass_fields_match_the_design() -> None:
+    missing = dataclasses.MISSING
+    assert _fields(newt.recall.RetentionCandidate) == [
+        ("id", missing),
+        ("content", missing),
+        ("access_count", missing),
+        ("age_hours", missing),
+        ("retrieval_score", 0.0),
+    ]
+    assert [n for n, _ in _fields(newt.recall.EvidenceCapsule)] == [
+        "id",
+        "retrieval_key",
+        "excerpt",
+        "tokens",
+        "recoverability",
+    ]
+    assert [n for n, _ in _fields(newt.recall.RetentionReport)] == [
+        "budget_tokens",
+        "retained_tokens",
+        "capsules",
+        "candidates_examined",
+        "dropped",
+    ]
+    assert _fields(newt.recall.RecallRequest) == [
+        ("query", missing),
+        ("limit", 8),
+        ("retained_token_budget", None),
+    ]
+    names = [n for n, _ in _fields(newt.recall.RecallResponse)]
+    assert names[:2] == ["memories", "retained_evidence"]

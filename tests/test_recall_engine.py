@@ -1,0 +1,281 @@
+"""RecallEngine on a real SQLite database: search, hit counting, exclusions, fetch."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from newt.recall import (
+    MemoryRecord,
+    RecallEngine,
+    RecallRequest,
+    recoverability,
+)
+from newt.store import Store
+
+FILLER = (
+    "We went over the quarterly plan again this morning. Nothing surprising came up. "
+    "The team asked whether the review queue could move faster. "
+)
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    async with await Store.open(tmp_path / "newt.db") as opened:
+        yield opened
+
+
+async def add_turn(store: Store, conv_id: str, user: str, assistant: str) -> str:
+    turn_id = await store.turns.add_pending(conv_id, user)
+    await store.turns.complete(turn_id, assistant)
+    return f"t{turn_id}"
+
+
+async def fts_is_consistent(store: Store) -> bool:
+    # Raises "database disk image is malformed" if the index disagrees with its content.
+    await store.db.conn.execute("INSERT INTO memory_fts(memory_fts) VALUES('integrity-check')")
+    return True
+
+
+async def access_counts(store: Store) -> dict[str, int]:
+    cur = await store.db.conn.execute("SELECT key, access_count FROM memory_records")
+    return {row[0]: row[1] for row in await cur.fetchall()}
+
+
+async def keys(engine: RecallEngine, query: str) -> list[str]:
+    response = await engine.recall(RecallRequest(query))
+    return [m.key for m in response.memories]
+
+
+async def test_completed_turns_are_searchable_verbatim(store: Store) -> None:
+    conv = await store.conversations.create()
+    key = await add_turn(store, conv.id, "Where is the Vellmar depot?", "On Harbour Road, gate 4.")
+    await add_turn(store, conv.id, "Tell me a joke", "Why did the chicken cross the road?")
+    engine = RecallEngine(store)
+
+    response = await engine.recall(RecallRequest("vellmar depot"))
+    assert [m.key for m in response.memories] == [key]
+    record = response.memories[0]
+    assert isinstance(record, MemoryRecord)
+    assert record.content == (
+        "User: Where is the Vellmar depot?\nAssistant: On Harbour Road, gate 4."
+    )
+    assert record.source == "turn" and record.conversation_id == conv.id
+    assert record.score > 0  # -bm25: higher is better
+    assert response.retained_evidence is None
+
+
+async def test_ranking_is_best_first(store: Store) -> None:
+    weak = await store.records.add("n1", "note", "the depot is somewhere " + FILLER)
+    strong = await store.records.add("n2", "note", "Vellmar depot: the Vellmar depot code.")
+    assert weak and strong
+    response = await RecallEngine(store).recall(RecallRequest("vellmar depot"))
+    assert [m.key for m in response.memories] == ["n2", "n1"]
+    assert response.memories[0].score > response.memories[1].score
+
+
+async def test_search_survives_close_and_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "newt.db"
+    async with await Store.open(path) as store:
+        conv = await store.conversations.create()
+        key = await add_turn(store, conv.id, "Remember the code 4471-KQ", "Noted: 4471-KQ.")
+    async with await Store.open(path) as store:
+        assert await keys(RecallEngine(store), "what was 4471-KQ") == [key]
+        assert await fts_is_consistent(store)
+
+
+async def test_deleting_a_conversation_removes_its_records(store: Store) -> None:
+    gone = await store.conversations.create()
+    kept = await store.conversations.create()
+    gone_key = await add_turn(store, gone.id, "orchid watering", "Every four days.")
+    kept_key = await add_turn(store, kept.id, "orchid light", "Bright, indirect.")
+    compaction = await store.turns.add_compaction(
+        gone.id, "Summary: orchid care notes", resident_turns=0, used_after=10
+    )
+    engine = RecallEngine(store)
+    assert set(await keys(engine, "orchid")) == {gone_key, kept_key, f"c{compaction}"}
+
+    await store.conversations.delete(gone.id)
+    assert await keys(engine, "orchid") == [kept_key]
+    assert await engine.fetch(gone_key) is None
+    assert await fts_is_consistent(store)
+
+
+async def test_notes_are_records_and_follow_replace_and_remove(store: Store) -> None:
+    await store.notes.add("My locker combination is 12-34-56")
+    engine = RecallEngine(store)
+    assert await keys(engine, "locker combination") == ["n1"]
+
+    await store.notes.replace("My locker combination is 12-34-56", "The bike lock code is 9090")
+    assert await keys(engine, "locker combination") == []
+    assert await keys(engine, "bike lock") == ["n1"]
+    assert await fts_is_consistent(store)
+
+    await store.notes.remove("The bike lock code is 9090")
+    assert await keys(engine, "bike lock") == []
+    assert await fts_is_consistent(store)
+
+
+async def test_hits_are_counted_on_exactly_the_returned_records(store: Store) -> None:
+    for i in range(1, 5):
+        await store.records.add(f"n{i}", "note", f"apple {'apple ' * i}pie number {i}")
+    await store.records.add("n9", "note", "nothing about fruit")
+    engine = RecallEngine(store)
+
+    first = await engine.recall(RecallRequest("apple", limit=2))
+    returned = [m.key for m in first.memories]
+    assert len(returned) == 2
+    # Reported after the increment: the count includes this recall.
+    assert [m.access_count for m in first.memories] == [1, 1]
+    counts = await access_counts(store)
+    assert {k for k, n in counts.items() if n == 1} == set(returned)
+    assert sum(counts.values()) == 2
+
+    second = await engine.recall(RecallRequest("apple", limit=2))
+    assert [m.access_count for m in second.memories] == [2, 2]
+    assert sum((await access_counts(store)).values()) == 4
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"foo" AND (bar',
+        "*",
+        ":",
+        "NEAR",
+        "NEAR(foo bar, 2)",
+        '"',
+        '"unbalanced',
+        "(((",
+        "foo*",
+        "^foo",
+        "-foo",
+        "content:foo",
+        "foo OR",
+        "AND",
+        "NOT foo",
+        "'; DROP TABLE memory_records; --",
+        "🙂 日本語 foo",
+        "foo " * 500,
+    ],
+)
+async def test_fts_syntax_in_the_query_never_raises(store: Store, query: str) -> None:
+    await store.records.add("n1", "note", "foo and bar walk into a bar")
+    response = await RecallEngine(store).recall(RecallRequest(query, retained_token_budget=100))
+    assert response.retained_evidence is not None
+    assert [m.key for m in response.memories] in ([], ["n1"])
+    assert await store.records.count() == 1
+
+
+async def test_syntax_words_still_find_their_records(store: Store) -> None:
+    await store.records.add("n1", "note", "foo and bar walk into a bar")
+    assert await keys(RecallEngine(store), '"foo" AND (bar') == ["n1"]
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t", "?!.,"])
+async def test_a_query_without_words_is_empty(store: Store, query: str) -> None:
+    await store.records.add("n1", "note", "anything at all")
+    engine = RecallEngine(store)
+    assert (await engine.recall(RecallRequest(query))).memories == []
+    response = await engine.recall(RecallRequest(query, retained_token_budget=500))
+    assert response.memories == []
+    assert response.retained_evidence is not None
+    assert response.retained_evidence.capsules == []
+    assert sum((await access_counts(store)).values()) == 0
+
+
+async def test_zero_limit_returns_nothing(store: Store) -> None:
+    await store.records.add("n1", "note", "apple")
+    assert await keys(RecallEngine(store), "apple") == ["n1"]
+    assert (await RecallEngine(store).recall(RecallRequest("apple", limit=0))).memories == []
+
+
+async def test_excluded_records_are_neither_returned_nor_counted(store: Store) -> None:
+    for i in range(1, 6):
+        await store.records.add(f"n{i}", "note", f"kiwi {'kiwi ' * (6 - i)}smoothie")
+    engine = RecallEngine(store)
+    response = await engine.recall(
+        RecallRequest("kiwi", limit=3), exclude_keys={"n1", "n2", "unknown-key"}
+    )
+    assert [m.key for m in response.memories] == ["n3", "n4", "n5"]  # limit still filled
+    counts = await access_counts(store)
+    assert counts["n1"] == counts["n2"] == 0
+    assert counts["n3"] == counts["n4"] == counts["n5"] == 1
+
+
+async def test_fetch_returns_the_full_record_verbatim(store: Store) -> None:
+    content = 'Line one.\n  Indented "quoted" line — with ünïcode and trailing spaces   '
+    await store.records.add("n1", "note", content)
+    engine = RecallEngine(store)
+    record = await engine.fetch("n1")
+    assert record is not None and record.content == content and record.key == "n1"
+    assert record.access_count == 0  # fetching is not a retrieval hit
+    assert await engine.fetch("t999") is None
+
+
+async def test_budgeted_recall_returns_query_aware_capsules(store: Store) -> None:
+    fact = "The access code for the Vellmar depot is 4471-KQ."
+    content = FILLER * 4 + fact + " " + FILLER * 4
+    now = time.time()
+    await store.records.add("n1", "note", content, created_at=now - 48 * 3600)
+    await store.records.add("n2", "note", "The depot closes at noon. " + FILLER, created_at=now)
+    engine = RecallEngine(store)
+
+    response = await engine.recall(
+        RecallRequest("What code opens the Vellmar depot?", retained_token_budget=200), now=now
+    )
+    report = response.retained_evidence
+    assert report is not None
+    assert {c.retrieval_key for c in report.capsules} == {m.key for m in response.memories}
+    assert report.retained_tokens <= 200
+    capsule = next(c for c in report.capsules if c.id == "n1")
+    assert fact in capsule.excerpt and capsule.excerpt in content
+    # Candidates carry the record's age and its count after this hit.
+    assert capsule.recoverability == pytest.approx(recoverability(48.0, 1))
+    # The retrieval key recovers the full record.
+    full = await engine.fetch(capsule.retrieval_key)
+    assert full is not None and full.content == content
+
+
+async def test_engine_accepts_the_database_too(store: Store) -> None:
+    await store.records.add("n1", "note", "plum jam")
+    assert await keys(RecallEngine(store.db), "plum") == ["n1"]
+
+
+async def _many(store: Store, rows: list[tuple[str, str]]) -> None:
+    async with store.db.transaction() as conn:
+        await conn.executemany(
+            "INSERT INTO memory_records(key, source, content, created_at) VALUES (?, 'note', ?, ?)",
+            [(key, content, 1000.0 + i) for i, (key, content) in enumerate(rows)],
+        )
+
+
+async def test_large_store_plan_ranks_rare_word_records_exactly(store: Store) -> None:
+    # "alpha" is in every record (common); "zeta" in three (rare).
+    rows = [(f"n{i}", f"alpha entry {i} " + "alpha " * (i % 3)) for i in range(200)]
+    rows += [(f"z{i}", "zeta alpha " + "alpha " * i + "zeta " * (3 - i)) for i in range(3)]
+    await _many(store, rows)
+    exact = RecallEngine(store, max_scored=100_000)
+    cheap = RecallEngine(store, max_scored=50)  # 203 records > 50: the large-store plans
+
+    want = (await exact.recall(RecallRequest("zeta alpha", limit=3))).memories
+    got = (await cheap.recall(RecallRequest("zeta alpha", limit=3))).memories
+    assert [m.key for m in got] == [m.key for m in want] == ["z0", "z1", "z2"]
+    assert [m.score for m in got] == pytest.approx([m.score for m in want])
+    # Records with only the common word are not candidates on a large store.
+    assert len((await cheap.recall(RecallRequest("zeta alpha", limit=8))).memories) == 3
+
+
+async def test_large_store_with_only_common_words_scores_the_newest(store: Store) -> None:
+    rows = [(f"n{i}", "alpha beta" if i % 2 else "alpha gamma") for i in range(300)]
+    await _many(store, rows)
+    engine = RecallEngine(store, max_scored=40)  # scores the newest 10 matches
+    found = (await engine.recall(RecallRequest("alpha beta", limit=20))).memories
+    assert found and all("beta" in m.content for m in found)  # all words first
+    assert {m.key for m in found} <= {f"n{i}" for i in range(281, 300, 2)}
+    only_any = (await engine.recall(RecallRequest("beta gamma", limit=20))).memories
+    assert len(only_any) == 10  # nothing holds both: any word, newest ten
+    assert {m.key for m in only_any} == {f"n{i}" for i in range(290, 300)}
