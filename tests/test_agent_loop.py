@@ -10,6 +10,7 @@ import pytest
 
 from newt.agent import events as ev
 from newt.agent.session import ChatSession
+from newt.agent.turn import evidence_block
 from newt.store import Store
 from tests.agent_helpers import done_of, make_config, reply_of, run_turn
 from tests.fake_openai import (
@@ -283,7 +284,7 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         fake_openai.script(Reply(text="Noted, the locker code is 7312."))
         await run_turn(session, "My gym locker code is 7312, keep it in mind.")
         await session.new_conversation()
-        fake_openai.script(Reply(text="It is 7312."))
+        fake_openai.script(Reply(text="It is 7312.", prompt_tokens=500))
         events = await run_turn(session, "What was my gym locker code?")
         evidence = [e for e in events if isinstance(e, ev.RetainedEvidence)]
         assert evidence and evidence[0].report.capsules
@@ -293,6 +294,10 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         log = await session.history()
         assert log[-1].user == "What was my gym locker code?"
         assert session.last_retention is evidence[0].report
+        # the capsules are not part of the conversation: the anchor leaves them out
+        block = evidence_block(evidence[0].report)
+        assert log[-1].tokens_in == 500 - session.estimate_tokens(block)
+        assert session.memory_status().last_reported == log[-1].tokens_in
     finally:
         await close(store, session)
 

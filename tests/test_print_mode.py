@@ -196,3 +196,24 @@ def test_sigkill_mid_stream_leaves_a_clean_database(
     fake_openai.script(Reply(text="carrying on"))
     result = newt_cmd(*args(fake_openai, "-c", "-p", "third"), home=_isolated_home)
     assert result.returncode == 0 and result.stdout == "carrying on\n"
+
+
+def test_ctrl_c_keeps_the_partial_reply(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
+    fake_openai.script(Reply(text="word " * 200, chunk_size=5, delay_s=0.05))
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["NEWT_HOME"] = str(_isolated_home)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "newt", *args(fake_openai, "-p", "talk")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.read(10)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=10) == 130
+    con = sqlite3.connect(_isolated_home / "newt.db")
+    user, assistant, status = con.execute("SELECT user, assistant, status FROM turns").fetchone()
+    con.close()
+    assert (user, status) == ("talk", "interrupted")
+    assert assistant.startswith("word word") and len(assistant) < len("word " * 200)

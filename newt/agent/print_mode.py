@@ -103,8 +103,11 @@ async def _one_turn(
             # with -c/-r: the figures restored from the durable log, before this turn
             "resumed_memory": None
             if resumed is None
-            else {"used": resumed.used, "budget": resumed.budget,
-                  "resident_turns": resumed.resident_turns},
+            else {
+                "used": resumed.used,
+                "budget": resumed.budget,
+                "resident_turns": resumed.resident_turns,
+            },
             "retained_evidence": dump_report(session.last_retention),
             "compactions": [
                 {"reason": c.reason, "resident_turns": c.resident_turns, "used_after": c.used_after}

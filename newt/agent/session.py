@@ -1,53 +1,31 @@
 """A chat session: one backend, one memory provider, one conversation at a time.
 
-This is the agentic loop of DESIGN.md section 4, usable without any UI. One
-call to `send()` runs one user turn and yields plain events:
-
-    persist the user's words (pending) -> recall evidence -> build_messages
-    -> pre-send guard (compact first if the prompt would not fit)
-    -> stream the reply, running tools for up to 8 rounds
-    -> persist the turn -> sync_turn with the backend's usage
-    -> persist any compaction record
+Usable without any UI: the TUI and print mode both drive it. `send()` runs one
+user turn (newt.agent.turn) and yields the plain events of newt.agent.events;
+the rest is conversation management (new, resume, history, export), the
+/memory figures, /note, /compact and /model.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from newt.agent import events as ev
 from newt.agent.export import export_conversation
-from newt.agent.tools import (
-    MAX_TOOL_ROUNDS,
-    TOOL_SCHEMAS,
-    ToolHandler,
-    run_tool,
-    tool_call_message,
-)
+from newt.agent.turn import REPLY_RESERVE_MAX, TurnRunner
 from newt.backend import capabilities as caps
-from newt.backend.client import ChatClient, ChatResult, TextDelta
-from newt.backend.errors import (
-    BackendError,
-    ContextLengthExceededError,
-    ToolsUnsupportedError,
-)
+from newt.backend.client import ChatClient
+from newt.backend.errors import ContextLengthExceededError
 from newt.backend.probe import probe_context_window
 from newt.config import Config
-from newt.memory import (
-    MemMessage,
-    MemoryProvider,
-    SessionContext,
-    TurnMetrics,
-    Usage,
-    create_provider,
-)
+from newt.memory import MemMessage, MemoryProvider, SessionContext, create_provider
 from newt.memory.notes import NoteBook
 from newt.memory.restore import conversation_turns_from_log
-from newt.recall import RecallEngine, RecallRequest, RetentionReport
+from newt.recall import RecallEngine, RetentionReport
 from newt.resources import asset_text
 from newt.store import Conversation, MemoryRecord, Store, StoredTurn
 
@@ -104,20 +82,6 @@ class MemoryStatus:
     notes_used: int
     notes_limit: int
     last_retention: RetentionReport | None = None
-
-
-@dataclass
-class _TurnState:
-    reply: str = ""
-    tool_events: list[dict[str, Any]] = field(default_factory=list)
-    usage: ev.UsageReported | None = None
-    compactions: list[ev.Compacted] = field(default_factory=list)
-    interrupted: bool = False
-    compact_reason: str = "budget"
-
-
-# Tokens kept free for the reply when checking that a prompt fits.
-REPLY_RESERVE_MAX = 1024
 
 
 class ChatSession:
@@ -343,9 +307,9 @@ class ChatSession:
         compact = getattr(self.provider, "compact", None)
         if compact is None or not await compact(focus or None):
             return None
-        return await self._persist_compaction("manual")
+        return await self.persist_compaction("manual")
 
-    async def _persist_compaction(self, reason: str) -> ev.Compacted | None:
+    async def persist_compaction(self, reason: str) -> ev.Compacted | None:
         record = self.provider.take_compaction_record()
         if record is None or self.conversation is None:
             return None
@@ -365,287 +329,73 @@ class ChatSession:
         )
         return result.text.strip()
 
-    # ------------------------------------------------------------------ turn
+    # ---------------------------------------------------- used by the turn
 
-    def _tool_handlers(self) -> dict[str, ToolHandler]:
-        async def save_note(args: dict[str, Any]) -> str:
-            action = str(args.get("action", "add"))
-            content = str(args.get("content") or "")
-            old = str(args.get("old_text") or "")
-            if action == "add":
-                added = await self.notes.add(self.store.notes, content)
-                return "saved" if added else "already saved"
-            if action == "replace":
-                await self.notes.replace(self.store.notes, old, content)
-                return "replaced"
-            if action == "remove":
-                await self.notes.remove(self.store.notes, old or content)
-                return "removed"
-            raise ValueError(f"unknown action {action!r}; use add, replace or remove")
+    @property
+    def system_prompt(self) -> str:
+        return self._system_prompt
 
-        async def recall_memory(args: dict[str, Any]) -> str:
-            response = await self.recall.recall(
-                RecallRequest(
-                    str(args.get("query", "")),
-                    retained_token_budget=self.config.recall.retained_token_budget or 1024,
-                )
+    async def ensure_conversation(self) -> Conversation:
+        if self.conversation is None:
+            self.conversation = await self.store.conversations.create(
+                model=self.model, base_url=self.base_url
             )
-            report = response.retained_evidence
-            if report is None or not report.capsules:
-                return "no matching memories"
-            return "\n".join(f"[{c.retrieval_key}] {c.excerpt}" for c in report.capsules)
+        return self.conversation
 
-        async def fetch_record(args: dict[str, Any]) -> str:
-            record = await self.recall.fetch(str(args.get("key", "")).strip())
-            if record is None:
-                raise LookupError(f"no record with key {args.get('key')!r}")
-            return record.content
-
-        return {
-            "save_note": save_note,
-            "recall_memory": recall_memory,
-            "fetch_record": fetch_record,
-        }
-
-    def _evidence_block(self, report: RetentionReport | None) -> str:
-        if report is None or not report.capsules:
-            return ""
-        lines = [
-            "Retained evidence from memory (verbatim excerpts, reference only; "
-            "fetch_record(key) returns a record in full):"
-        ]
-        lines += [f"- [{c.retrieval_key}] {c.excerpt}" for c in report.capsules]
-        return "\n".join(lines) + "\n\n"
-
-    def _tokens(self, text: str) -> int:
+    def estimate_tokens(self, text: str) -> int:
+        """The provider's (possibly calibrated) estimate, else chars/chars_per_token."""
         tokens_for = getattr(self.provider, "tokens_for", None)
         if tokens_for is not None:
             return int(tokens_for(text))
         per = max(1, self.config.estimation.chars_per_token)
         return -(-len(text) // per)
 
-    def _ceiling_and_reserve(self) -> tuple[int, int]:
+    def ceiling_and_reserve(self) -> tuple[int, int]:
+        """The live context ceiling and the tokens kept free for the reply."""
         ceiling = self.live_ceiling or self.budget.context_tokens
         return ceiling, min(REPLY_RESERVE_MAX, ceiling // 4)
 
-    async def _guard(self, messages: list[MemMessage]) -> bool:
-        """The pre-send guard: compact first if prompt + reply reserve would pass the ceiling.
+    def resident_keys(self) -> set[str]:
+        return set(self._resident_keys)
 
-        `used` already counts the system prompt and history once the backend has
-        reported a prompt size; before that it counts turns only, so the system
-        prompt is added here.
-        """
-        compact_for = getattr(self.provider, "compact_for", None)
-        usage = self.provider.usage()
-        if compact_for is None or usage is None:
-            return False
-        ceiling, reserve = self._ceiling_and_reserve()
-        required = self._tokens(messages[-1].content) + reserve
-        if getattr(self.provider, "last_reported", None) is None:
-            required += self._tokens(messages[0].content)
-        if usage[1] + required <= ceiling:
-            return False
-        await compact_for(required, limit=ceiling)
-        return True
+    def note_resident(self, key: str) -> None:
+        self._resident_keys.append(key)
 
-    async def _shrink_after_overflow(self, exc: ContextLengthExceededError) -> bool:
-        """Fold enough history that the retried prompt fits what the server said.
+    async def record_overflow(self, exc: ContextLengthExceededError) -> None:
+        overflow_at = exc.prompt_tokens or exc.context_window or self.budget.context_tokens
+        await caps.record_overflow(self.store.capabilities, self.base_url, self.model, overflow_at)
+        cap = await self.store.capabilities.get(self.base_url, self.model)
+        self.live_ceiling = self._ceiling_from(cap)
 
-        Our figure and the server's count differ, so scale: if the server
-        counted P tokens where we hold `used`, keeping used * target / P fits.
-        """
-        compact_for = getattr(self.provider, "compact_for", None)
-        usage = self.provider.usage()
-        if compact_for is None or usage is None:
-            return False
-        ceiling, reserve = self._ceiling_and_reserve()
-        target = max(0, ceiling - reserve)
-        reported = exc.prompt_tokens or 0
-        limit = int(usage[1] * target / reported) if reported > target else usage[1] // 2
-        before = self.provider.usage()
-        await compact_for(0, limit=limit)
-        return self.provider.usage() != before
+    async def record_tools_unsupported(self) -> None:
+        self.supports_tools = False
+        await caps.record_tools_unsupported(self.store.capabilities, self.base_url, self.model)
+
+    async def record_accepted_prompt(self, prompt_tokens: int) -> None:
+        await caps.record_accepted_prompt(
+            self.store.capabilities, self.base_url, self.model, prompt_tokens
+        )
+
+    async def learn_from_usage(
+        self, user: str, reply: str, tokens_in: int | None, tokens_out: int | None
+    ) -> None:
+        """Keep the learned chars-per-token ratio in the capability cache for next time."""
+        ratio = getattr(self.provider, "learned_chars_per_token", None)
+        if tokens_in is None or not isinstance(ratio, float):
+            return
+        cap = await self.store.capabilities.get(self.base_url, self.model)
+        if cap is not None and cap.chars_per_token != ratio:
+            cap.chars_per_token = ratio
+            await self.store.capabilities.put(cap)
+
+    # ------------------------------------------------------------------ turn
 
     async def send(self, text: str) -> AsyncIterator[ev.AgentEvent]:
-        """Run one user turn. Cancelling the consumer keeps the partial reply."""
+        """Run one user turn (see newt.agent.turn). Cancelling keeps the partial reply."""
         if not text.strip():
             raise SessionError("the message is empty")
-        if self.conversation is None:
-            self.conversation = await self.store.conversations.create(
-                model=self.model, base_url=self.base_url
-            )
-        conv = self.conversation
-        turn_id = await self.store.turns.add_pending(conv.id, text)
-        yield ev.TurnStarted(turn_id, text)
-        state = _TurnState()
-        try:
-            async for event in self._run_turn(text, state):
-                yield event
-        except asyncio.CancelledError:
-            await asyncio.shield(self._finish(turn_id, text, state, "interrupted"))
-            raise
-        except BackendError as exc:
-            await self.store.turns.fail(turn_id, exc.message)
-            yield ev.TurnError(exc.message, exc.retryable, type(exc).__name__)
-            yield ev.TurnDone(turn_id, state.reply, "failed", state.usage, state.compactions)
-            return
-        status = "interrupted" if state.interrupted else "complete"
-        compactions = await self._finish(turn_id, text, state, status)
-        for c in compactions:
-            yield c
-        if state.usage is not None:
-            yield state.usage
-        yield ev.TurnDone(turn_id, state.reply, status, state.usage, state.compactions)
-
-    async def _finish(
-        self, turn_id: int, text: str, state: _TurnState, status: str
-    ) -> list[ev.Compacted]:
-        """Persist the turn, tell the provider, persist any compaction record."""
-        usage = state.usage
-        await self.store.turns.complete(
-            turn_id,
-            state.reply,
-            status="interrupted" if status == "interrupted" else "complete",
-            tokens_in=usage.prompt_tokens if usage else None,
-            tokens_out=usage.completion_tokens if usage else None,
-            tool_events=state.tool_events,
-        )
-        metrics = TurnMetrics(
-            Usage(usage.prompt_tokens, usage.completion_tokens) if usage else None
-        )
-        await self.provider.sync_turn(text, state.reply, metrics)
-        self._resident_keys.append(f"t{turn_id}")
-        compacted = await self._persist_compaction(state.compact_reason)
-        if compacted is not None:
-            state.compactions.append(compacted)
-            return [compacted]
-        return []
-
-    async def _note_keys(self) -> set[str]:
-        """Notes already ride in the system prompt; capsules of them would repeat them."""
-        return await self.store.notes.record_keys()
-
-    async def _recall_evidence(self, text: str) -> RetentionReport | None:
-        budget = self.config.recall.retained_token_budget
-        if budget <= 0:
-            return None
-        response = await self.recall.recall(
-            RecallRequest(text, limit=8, retained_token_budget=budget),
-            exclude_keys=set(self._resident_keys) | await self._note_keys(),
-        )
-        return response.retained_evidence
-
-    async def _run_turn(self, text: str, state: _TurnState) -> AsyncIterator[ev.AgentEvent]:
-        report = await self._recall_evidence(text)
-        self.last_retention = report
-        if report is not None:
-            yield ev.RetainedEvidence(report)
-        evidence = self._evidence_block(report)
-        system = self._system_prompt
-
-        def build() -> list[MemMessage]:
-            msgs = self.provider.build_messages(system, text)
-            if evidence:
-                # capsules go in this request only; the stored turn stays the user's own text
-                msgs[-1] = MemMessage(msgs[-1].role, evidence + msgs[-1].content)
-            return msgs
-
-        messages = build()
-        if await self._guard(messages):
-            # the record is persisted after this turn, which it precedes in the working set
-            state.compact_reason = "guard"
-            messages = build()
-
-        retried_overflow = False
-        while True:
-            try:
-                async for event in self._exchange(messages, state):
-                    yield event
-                return
-            except ContextLengthExceededError as exc:
-                if retried_overflow:
-                    raise
-                retried_overflow = True
-                overflow_at = exc.prompt_tokens or exc.context_window or self.budget.context_tokens
-                await caps.record_overflow(
-                    self.store.capabilities, self.base_url, self.model, overflow_at
-                )
-                cap = await self.store.capabilities.get(self.base_url, self.model)
-                self.live_ceiling = self._ceiling_from(cap)
-                yield ev.Notice(
-                    f"the prompt did not fit the model's context ({exc.message}); "
-                    "compacting and retrying"
-                )
-                if await self._shrink_after_overflow(exc):
-                    state.compact_reason = "overflow"
-                messages = build()
-                state.reply = ""
-
-    async def _exchange(
-        self, messages: list[MemMessage], state: _TurnState
-    ) -> AsyncIterator[ev.AgentEvent]:
-        """Stream one reply, running tool rounds; raises BackendError on failure."""
-        wire: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in messages]
-        handlers = self._tool_handlers()
-        for _round in range(MAX_TOOL_ROUNDS + 1):
-            use_tools = self.supports_tools is not False and _round < MAX_TOOL_ROUNDS
-            try:
-                result = None
-                async for item in self.client.stream_chat(
-                    wire, tools=TOOL_SCHEMAS if use_tools else None
-                ):
-                    if isinstance(item, TextDelta):
-                        state.reply += item.text
-                        yield ev.TextDelta(item.text)
-                    elif isinstance(item, ChatResult):
-                        result = item
-            except ToolsUnsupportedError:
-                self.supports_tools = False
-                await caps.record_tools_unsupported(
-                    self.store.capabilities, self.base_url, self.model
-                )
-                yield ev.Notice("this backend does not accept tools; continuing without them")
-                state.reply = ""
-                result = None
-                async for item in self.client.stream_chat(wire, tools=None):
-                    if isinstance(item, TextDelta):
-                        state.reply += item.text
-                        yield ev.TextDelta(item.text)
-                    elif isinstance(item, ChatResult):
-                        result = item
-            if result is None:
-                return
-            if result.usage is not None:
-                state.usage = ev.UsageReported(
-                    result.usage.prompt_tokens,
-                    result.usage.completion_tokens,
-                    result.usage.cached_tokens,
-                )
-                await caps.record_accepted_prompt(
-                    self.store.capabilities, self.base_url, self.model, result.usage.prompt_tokens
-                )
-            if result.interrupted:
-                state.interrupted = True
-                yield ev.Notice("the reply stream was cut off; the partial reply is kept")
-                return
-            if not result.tool_calls:
-                return
-            wire.append(tool_call_message(result.tool_calls, result.text))
-            for call in result.tool_calls:
-                yield ev.ToolCallStarted(call.id, call.name, call.arguments)
-                outcome = await run_tool(handlers, call.name, call.arguments)
-                state.tool_events.append(
-                    {
-                        "name": call.name,
-                        "arguments": call.arguments,
-                        "result": outcome.result[:2000],
-                        "error": outcome.error,
-                    }
-                )
-                yield ev.ToolCallFinished(call.id, call.name, outcome.result, outcome.error)
-                wire.append({"role": "tool", "tool_call_id": call.id, "content": outcome.result})
-            if state.reply and not state.reply.endswith("\n"):
-                state.reply += "\n\n"
+        async for event in TurnRunner(self, text).run():
+            yield event
 
 
 def session_context(conv: Conversation | None) -> SessionContext:
