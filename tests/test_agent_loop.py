@@ -356,3 +356,21 @@ async def test_export_has_no_secrets(
     assert db_path is not None
     for path in Path(db_path).parent.iterdir():
         assert b"SUPERSECRET" not in path.read_bytes(), path
+
+
+async def test_closing_the_event_stream_keeps_the_partial_reply(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(Reply(text="alpha beta gamma delta epsilon", chunk_size=6,
+                                 delay_s=0.05))
+        stream = session.send("greek letters please")
+        async for event in stream:
+            if isinstance(event, ev.TextDelta):
+                break
+        await stream.aclose()  # type: ignore[attr-defined]
+        log = await session.history()
+        assert log[-1].status == "interrupted" and log[-1].assistant == "alpha "
+        assert session.conversation is not None
+        assert session.conversation.title == "greek letters please"
+    finally:
+        await close(store, session)

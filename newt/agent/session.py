@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -394,8 +395,9 @@ class ChatSession:
         """Run one user turn (see newt.agent.turn). Cancelling keeps the partial reply."""
         if not text.strip():
             raise SessionError("the message is empty")
-        async for event in TurnRunner(self, text).run():
-            yield event
+        async with aclosing(TurnRunner(self, text).run()) as events:
+            async for event in events:
+                yield event
 
 
 def session_context(conv: Conversation | None) -> SessionContext:

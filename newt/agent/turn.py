@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from newt.backend.client import ChatResult, TextDelta
 from newt.backend.errors import BackendError, ContextLengthExceededError, ToolsUnsupportedError
 from newt.memory import MemMessage, TurnMetrics, Usage
 from newt.recall import RecallRequest, RetentionReport
+from newt.store import make_title
 
 if TYPE_CHECKING:
     from newt.agent.session import ChatSession
@@ -75,11 +77,18 @@ class TurnRunner:
         s, p = self.s, self.p
         conv = await s.ensure_conversation()
         turn_id = await s.store.turns.add_pending(conv.id, self.text)
+        if not conv.title:
+            conv.title = make_title(self.text)  # the store titled it the same way
         yield ev.TurnStarted(turn_id, self.text)
         try:
-            async for event in self._request():
-                yield event
+            async with aclosing(self._request()) as events:
+                async for event in events:
+                    yield event
         except asyncio.CancelledError:
+            await asyncio.shield(self._finish(turn_id, "interrupted"))
+            raise
+        except GeneratorExit:
+            # the consumer closed us (aclose) mid-reply: keep what arrived
             await asyncio.shield(self._finish(turn_id, "interrupted"))
             raise
         except BackendError as exc:
@@ -155,8 +164,9 @@ class TurnRunner:
         retried = False
         while True:
             try:
-                async for event in self._exchange(messages):
-                    yield event
+                async with aclosing(self._exchange(messages)) as events:
+                    async for event in events:
+                        yield event
                 return
             except ContextLengthExceededError as exc:
                 if retried:
@@ -218,12 +228,14 @@ class TurnRunner:
     async def _stream(
         self, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> AsyncIterator[ev.AgentEvent | ChatResult]:
-        async for item in self.s.client.stream_chat(wire, tools=tools):
-            if isinstance(item, TextDelta):
-                self.p.reply += item.text
-                yield ev.TextDelta(item.text)
-            elif isinstance(item, ChatResult):
-                yield item
+        # aclosing: a consumer that stops early must close the HTTP stream at once
+        async with aclosing(self.s.client.stream_chat(wire, tools=tools)) as stream:
+            async for item in stream:
+                if isinstance(item, TextDelta):
+                    self.p.reply += item.text
+                    yield ev.TextDelta(item.text)
+                elif isinstance(item, ChatResult):
+                    yield item
 
     async def _exchange(self, messages: list[MemMessage]) -> AsyncIterator[ev.AgentEvent]:
         """Stream one reply, running tool rounds; raises BackendError on failure."""
@@ -234,19 +246,22 @@ class TurnRunner:
             use_tools = s.supports_tools is not False and round_no < MAX_TOOL_ROUNDS
             result: ChatResult | None = None
             try:
-                async for item in self._stream(wire, TOOL_SCHEMAS if use_tools else None):
-                    if isinstance(item, ChatResult):
-                        result = item
-                    else:
-                        yield item
+                tools = TOOL_SCHEMAS if use_tools else None
+                async with aclosing(self._stream(wire, tools)) as stream:
+                    async for item in stream:
+                        if isinstance(item, ChatResult):
+                            result = item
+                        else:
+                            yield item
             except ToolsUnsupportedError:
                 await s.record_tools_unsupported()
                 yield ev.Notice("this backend does not accept tools; continuing without them")
-                async for item in self._stream(wire, None):
-                    if isinstance(item, ChatResult):
-                        result = item
-                    else:
-                        yield item
+                async with aclosing(self._stream(wire, None)) as stream:
+                    async for item in stream:
+                        if isinstance(item, ChatResult):
+                            result = item
+                        else:
+                            yield item
             if result is None:
                 return
             if result.usage is not None:

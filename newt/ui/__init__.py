@@ -1,0 +1,5 @@
+"""newt's Textual UI: the only package that imports textual.
+
+Everything here talks to the agent session (newt.agent.session.ChatSession);
+no memory, recall or network logic lives in the UI.
+"""

@@ -1,0 +1,230 @@
+"""newt's Textual app and the `run_tui` entry point.
+
+Startup (a worker, so the first frame is drawn at once): find or ask for a
+backend, open the store, open the agent session, then resume a conversation
+if asked and show the chat screen. Problems become an error screen with Retry
+/ Change backend / Quit, never a traceback. The store and the session are
+always closed, also when the app dies: an open aiosqlite connection keeps a
+non-daemon thread alive and would hang the process at exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from newt.config import Config, default_config_path
+from newt.store import Store
+from newt.ui.commands import SlashCommandProvider
+from newt.ui.errors import describe
+from newt.ui.screens.chat import ChatScreen
+from newt.ui.screens.setup import BackendSettings, SetupScreen
+from newt.ui.screens.status import ConnectingScreen, ErrorScreen
+from newt.ui.session_api import SessionLike
+
+OpenStore = Callable[[Config], Awaitable[Store]]
+OpenSession = Callable[[Config, Store, Callable[[str], None]], Awaitable[SessionLike]]
+Discover = Callable[[], Any]  # () -> (base_url, model) | None, possibly awaitable
+
+CLOSE_TIMEOUT = 5.0
+
+
+async def _open_store(config: Config) -> Store:
+    return await Store.open(config.db_path)
+
+
+async def _open_session(
+    config: Config, store: Store, on_status: Callable[[str], None]
+) -> SessionLike:
+    from newt.agent.session import ChatSession
+
+    session: SessionLike = await ChatSession.open(config, store)
+    return session
+
+
+def _discover() -> Any:
+    from newt.agent.discovery import find_local_backend
+
+    return find_local_backend()
+
+
+class NewtApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "newt"
+    COMMANDS = App.COMMANDS | {SlashCommandProvider}
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("ctrl+q", "quit", "Quit", priority=True)]
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        resume: str | None = None,
+        continue_latest: bool = False,
+        open_store: OpenStore = _open_store,
+        open_session: OpenSession = _open_session,
+        discover: Discover = _discover,
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.resume_id = resume
+        self.continue_latest = continue_latest
+        self.store: Store | None = None
+        self.session: SessionLike | None = None
+        self._open_store = open_store
+        self._open_session = open_session
+        self._discover = discover
+        self._closed = False
+
+    def on_mount(self) -> None:
+        theme = self.config.ui.theme
+        if theme in self.available_themes:
+            self.theme = theme
+        elif theme:
+            self.notify(f"Unknown theme {theme!r} in [ui] theme; using the default.")
+        self.push_screen(ConnectingScreen("Starting…"))
+        self.start()
+
+    # -- startup ------------------------------------------------------------------
+
+    def _say(self, text: str) -> None:
+        if isinstance(self.screen, ConnectingScreen):
+            self.screen.say(text)
+
+    @work(exclusive=True, group="startup", exit_on_error=False)
+    async def start(self) -> None:
+        try:
+            await self._start()
+        except Exception as exc:  # last line of defence: a message, not a traceback
+            await self.push_screen_wait(
+                ErrorScreen("newt could not start", describe(exc), can_retry=False)
+            )
+            self.exit(return_code=1)
+
+    async def _start(self) -> None:
+        if not self.config.backend.base_url and not await self._find_backend():
+            return
+        try:
+            self._say("Opening the database…")
+            self.store = await self._open_store(self.config)
+        except Exception as exc:
+            await self.push_screen_wait(
+                ErrorScreen("The database could not be opened", describe(exc), can_retry=False)
+            )
+            self.exit(return_code=1)
+            return
+        while self.session is None:
+            self._say(f"Connecting to {self.config.backend.base_url}…")
+            try:
+                self.session = await self._open_session(self.config, self.store, self._say)
+            except Exception as exc:
+                if type(exc).__name__ == "NoBackendConfigured":
+                    # e.g. a base URL but no model: the setup form is the fix.
+                    if not await self._ask_backend():
+                        return
+                    continue
+                choice = await self.push_screen_wait(
+                    ErrorScreen(
+                        "The backend is not answering",
+                        f"{describe(exc)}\n\nBackend: {self.config.backend.base_url}"
+                        f" · model: {self.config.backend.model or '(server default)'}",
+                    )
+                )
+                if choice == "quit":
+                    self.exit(return_code=1)
+                    return
+                if choice == "setup" and not await self._ask_backend():
+                    return
+        await self._open_requested_conversation(self.session)
+        await self.switch_screen(ChatScreen(self.session))
+
+    async def _find_backend(self) -> bool:
+        """No backend configured: try local servers, else the setup screen."""
+        self._say("Looking for a local model server…")
+        try:
+            found = self._discover()
+            if inspect.isawaitable(found):
+                found = await found
+        except Exception:
+            found = None
+        if found:
+            base_url, model = found
+            self.config.backend.base_url = base_url
+            if not self.config.backend.model:
+                self.config.backend.model = model
+            self.notify(f"Using the local server at {base_url}.", timeout=4)
+            return True
+        return await self._ask_backend()
+
+    async def _ask_backend(self) -> bool:
+        backend = self.config.backend
+        path = self.config.path or default_config_path()
+        settings: BackendSettings | None = await self.push_screen_wait(
+            SetupScreen(path, base_url=backend.base_url, model=backend.model)
+        )
+        if settings is None:
+            self.exit(return_code=0)
+            return False
+        backend.base_url, backend.model = settings.base_url, settings.model
+        backend.api_key_env = settings.api_key_env
+        self.config.api_key = os.environ.get(settings.api_key_env) or self.config.api_key
+        return True
+
+    async def _open_requested_conversation(self, session: SessionLike) -> None:
+        try:
+            if self.resume_id:
+                await session.resume(self.resume_id)
+            elif self.continue_latest and await session.continue_latest() is None:
+                self.notify("No saved conversation yet; starting a new one.")
+        except Exception as exc:
+            self.notify(describe(exc), title="Could not resume", severity="error", timeout=8)
+
+    # -- shutdown -----------------------------------------------------------------
+
+    async def on_unmount(self) -> None:
+        # Covers every way out (exit from a worker, run_test, ctrl+q): the
+        # connection must be closed while the event loop still runs.
+        await self.aclose()
+
+    async def action_quit(self) -> None:
+        await self.aclose()
+        self.exit()
+
+    async def aclose(self) -> None:
+        """Stop a reply in flight (kept as interrupted), then close session and store."""
+        if self._closed:
+            return
+        self._closed = True
+        turns = [w for w in self.workers if w.group == "turn" and w.is_running]
+        for worker in turns:
+            worker.cancel()
+        for worker in turns:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(worker.wait(), CLOSE_TIMEOUT)
+        if self.session is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.session.close(), CLOSE_TIMEOUT)
+        if self.store is not None:
+            with contextlib.suppress(Exception):
+                await self.store.close()
+
+
+def run_tui(config: Config, *, resume: str | None = None, continue_latest: bool = False) -> int:
+    """Run the TUI; returns the process exit code."""
+    app = NewtApp(config, resume=resume, continue_latest=continue_latest)
+
+    async def main() -> None:
+        try:
+            await app.run_async()
+        finally:
+            await app.aclose()
+
+    asyncio.run(main())
+    return app.return_code or 0

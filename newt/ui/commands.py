@@ -1,0 +1,120 @@
+"""Slash commands: one small record each, one parser, one palette provider.
+
+The prompt's `/name arg` and the command palette run the same records through
+the same dispatcher (`ChatScreen.run_command`), so the two can never drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from newt.ui.screens.chat import ChatScreen
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    help: str
+    usage: str = ""
+    arg_required: bool = False
+    """The palette pre-fills `/name ` in the prompt instead of running it."""
+    key: str = ""
+    """Key binding with the same effect, shown in /help."""
+
+    @property
+    def title(self) -> str:
+        return f"/{self.name}"
+
+
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("help", "Show commands and keys", key="f1"),
+    SlashCommand("new", "Start a new conversation", key="ctrl+n"),
+    SlashCommand("resume", "Pick a saved conversation (search titles and content)", key="ctrl+o"),
+    SlashCommand("memory", "Memory panel: budget, usage, turns, notes, retention", key="ctrl+g"),
+    SlashCommand(
+        "note",
+        "Notes the model always sees",
+        usage="<text> | replace <old> => <new> | remove <text> | list",
+        arg_required=True,
+    ),
+    SlashCommand("compact", "Fold older turns into a summary now", usage="[focus]"),
+    SlashCommand("model", "Show or switch the model", usage="[name]"),
+    SlashCommand("export", "Write this conversation to a file here", usage="[md|json]"),
+    SlashCommand("evidence", "Show or hide the retained-evidence sidebar", key="ctrl+b"),
+    SlashCommand("quit", "Quit newt", key="ctrl+q"),
+)
+
+BY_NAME: dict[str, SlashCommand] = {c.name: c for c in COMMANDS}
+
+
+@dataclass(frozen=True)
+class ParsedCommand:
+    command: SlashCommand | None
+    """None: the name is not a command (the dispatcher says so)."""
+    name: str
+    arg: str
+
+
+def parse(text: str) -> ParsedCommand | None:
+    """`/name arg` -> ParsedCommand; anything not starting with one slash -> None.
+
+    `//text` escapes a message that really starts with a slash.
+    """
+    if not text.startswith("/") or text.startswith("//"):
+        return None
+    name, _, arg = text[1:].partition(" ")
+    name = name.strip().lower()
+    return ParsedCommand(BY_NAME.get(name), name, arg.strip())
+
+
+def completions(text: str) -> list[SlashCommand]:
+    """Commands whose name starts with what was typed after the slash (no space yet)."""
+    if not text.startswith("/") or " " in text or "\n" in text or text.startswith("//"):
+        return []
+    prefix = text[1:].lower()
+    return [c for c in COMMANDS if c.name.startswith(prefix)]
+
+
+class SlashCommandProvider(Provider):
+    """The slash commands in the command palette (ctrl+p)."""
+
+    def _chat(self) -> ChatScreen | None:
+        from newt.ui.screens.chat import ChatScreen
+
+        for screen in reversed(self.app.screen_stack):
+            if isinstance(screen, ChatScreen):
+                return screen
+        return None
+
+    async def discover(self) -> Hits:
+        chat = self._chat()
+        if chat is None:
+            return
+        for command in COMMANDS:
+            yield DiscoveryHit(
+                f"{command.title} {command.usage}".strip(),
+                partial(chat.palette_command, command),
+                help=command.help,
+            )
+
+    async def search(self, query: str) -> Hits:
+        chat = self._chat()
+        if chat is None:
+            return
+        matcher = self.matcher(query)
+        for command in COMMANDS:
+            # A match on the name beats one that only appears in the help text.
+            score = matcher.match(command.title) or matcher.match(command.help) * 0.3
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(command.title),
+                    partial(chat.palette_command, command),
+                    text=command.title,
+                    help=command.help,
+                )

@@ -1,0 +1,1 @@
+"""Screens of newt's TUI; each has a .tcss file beside it."""

@@ -1,0 +1,412 @@
+"""The chat screen: log, prompt, evidence sidebar, footer with the token meter.
+
+One user turn runs in an exclusive async worker that consumes
+`session.send(text)`; cancelling the worker (Esc) lets the session keep the
+partial reply as interrupted. Slash-command handlers live in
+`chat_commands.py`; both the prompt and the command palette reach them through
+`run_command`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, cast
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import Footer, Header
+from textual.worker import Worker, WorkerState
+
+from newt.agent.events import (
+    AgentEvent,
+    Compacted,
+    Notice,
+    RetainedEvidence,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnDone,
+    TurnError,
+    UsageReported,
+)
+from newt.store import make_title
+from newt.ui.commands import BY_NAME, ParsedCommand, SlashCommand, parse
+from newt.ui.errors import describe
+from newt.ui.format import clean
+from newt.ui.screens.chat_commands import ChatCommands
+from newt.ui.screens.help import HelpScreen
+from newt.ui.screens.memory import MemoryScreen
+from newt.ui.screens.picker import PickerScreen
+from newt.ui.screens.record import RecordScreen
+from newt.ui.session_api import SessionLike
+from newt.ui.widgets.chat_log import ChatLog
+from newt.ui.widgets.entries import (
+    AssistantEntry,
+    CompactionEntry,
+    ErrorEntry,
+    NoticeEntry,
+    ToolCall,
+    UserEntry,
+    compaction_summary,
+)
+from newt.ui.widgets.evidence import EvidenceSidebar
+from newt.ui.widgets.messages import AssistantMessage, ErrorMessage
+from newt.ui.widgets.prompt import PromptBar
+from newt.ui.widgets.token_meter import TokenMeter
+
+WIDE = 120  # the evidence sidebar shows by default from this many columns
+_END = object()
+# Commands that would change the conversation under a reply that is streaming.
+NOT_WHILE_BUSY = {"new", "resume", "compact", "model"}
+
+
+@dataclass
+class _Outcome:
+    status: str = "complete"
+    reply: str | None = None
+    error: TurnError | None = None
+    compactions: list[Compacted] = field(default_factory=list)
+
+
+async def _pump(events: AsyncIterator[AgentEvent], queue: asyncio.Queue[Any]) -> None:
+    """Move the session's events into a queue.
+
+    The pump only ever waits inside the session's generator (the queue is
+    unbounded), so cancelling it always interrupts the session itself.
+    """
+    try:
+        async for event in events:
+            queue.put_nowait(event)
+    except Exception as exc:
+        queue.put_nowait(exc)
+    finally:
+        queue.put_nowait(_END)
+
+
+def _coalesce(items: list[Any]) -> list[Any]:
+    """Merge runs of TextDelta into one (rendering per token would lag behind)."""
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, TextDelta) and out and isinstance(out[-1], TextDelta):
+            out[-1] = TextDelta(out[-1].text + item.text)
+        else:
+            out.append(item)
+    return out
+
+
+class ChatScreen(Screen[None]):
+    CSS_PATH = "chat.tcss"
+    AUTO_FOCUS = "#prompt-area"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "stop", "Stop reply"),
+        Binding("ctrl+n", "command('new')", "New"),
+        Binding("ctrl+o", "command('resume')", "Resume"),
+        Binding("ctrl+g", "command('memory')", "Memory"),
+        Binding("ctrl+b", "command('evidence')", "Evidence"),
+        Binding("f1", "command('help')", "Help"),
+    ]
+
+    def __init__(self, session: SessionLike) -> None:
+        super().__init__()
+        self.session = session
+        self.busy = False
+        self._sidebar_choice: bool | None = None  # None: follow the terminal width
+        self.commands = ChatCommands(self)
+
+    # -- layout ---------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="🦎")
+        with Horizontal(id="body"):
+            with Vertical(id="main"):
+                yield ChatLog(id="log")
+                yield PromptBar(id="prompt")
+            yield EvidenceSidebar(id="evidence")
+        with Horizontal(id="status-bar"):
+            yield Footer()
+            yield TokenMeter(id="meter")
+
+    @property
+    def log_view(self) -> ChatLog:
+        return self.query_one(ChatLog)
+
+    @property
+    def prompt(self) -> PromptBar:
+        return self.query_one(PromptBar)
+
+    @property
+    def sidebar(self) -> EvidenceSidebar:
+        return self.query_one(EvidenceSidebar)
+
+    def on_mount(self) -> None:
+        self.refresh_header()
+        self.refresh_meter()
+        self.sidebar.show(self.session.last_retention)
+        self._fit_sidebar(self.app.size.width)
+        if self.session.conversation is not None:
+            self.load_conversation()
+
+    def on_resize(self, event: Resize) -> None:
+        self._fit_sidebar(event.size.width)
+
+    def _fit_sidebar(self, width: int) -> None:
+        show = self._sidebar_choice if self._sidebar_choice is not None else width >= WIDE
+        self.sidebar.display = show
+
+    def toggle_sidebar(self) -> None:
+        self._sidebar_choice = not self.sidebar.display
+        self.sidebar.display = self._sidebar_choice
+
+    def refresh_header(self) -> None:
+        conv = self.session.conversation
+        title = conv.title if conv else ""
+        if conv and not title:
+            # The store titles a conversation from its first message; the
+            # session's copy may not have caught up yet, so derive the same.
+            first = next((e for e in self.log_view.entries if isinstance(e, UserEntry)), None)
+            title = make_title(first.text) if first else ""
+        self.title = title or "new conversation"
+        self.sub_title = self.session.model or "no model"
+
+    def refresh_meter(self) -> None:
+        try:
+            status = self.session.memory_status()
+        except Exception:  # the meter is informative; never let it break the screen
+            return
+        self.query_one(TokenMeter).set_usage(int(status.used), int(status.budget))
+
+    def _set_busy(self, busy: bool) -> None:
+        self.busy = busy
+        self.set_class(busy, "-busy")
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop":
+            return self.busy
+        return True
+
+    # -- loading a conversation -------------------------------------------------
+
+    @work(exclusive=True, group="load", exit_on_error=False)
+    async def load_conversation(self) -> None:
+        """Show the session's current conversation from its durable log."""
+        from newt.ui.widgets.entries import entries_from_history
+
+        turns = await self.session.history()
+        await self.log_view.replace_all(entries_from_history(turns))
+        prompt = self.prompt
+        prompt.history = [t.user for t in turns if t.kind == "turn" and t.user.strip()]
+        self.refresh_header()
+        self.refresh_meter()
+        self.sidebar.show(self.session.last_retention)
+
+    # -- input ------------------------------------------------------------------
+
+    @on(PromptBar.Submitted)
+    def _submitted(self, event: PromptBar.Submitted) -> None:
+        text = event.text
+        parsed = parse(text.strip())
+        if parsed is not None:
+            self.prompt.remember(text.strip())
+            self.prompt.set_text("")
+            self.run_command(parsed)
+            return
+        if text.startswith("//"):
+            text = text[1:]
+        if self.send(text):
+            self.prompt.remember(event.text)
+            self.prompt.set_text("")
+
+    def send(self, text: str) -> bool:
+        """Start a turn; False (and a hint) if one is already running."""
+        if self.busy:
+            self.notify("A reply is still streaming — press Esc to stop it.", severity="warning")
+            return False
+        self._set_busy(True)  # before the worker starts, so a fast second Enter is refused
+        self._turn(text)
+        return True
+
+    @on(ErrorMessage.RetryRequested)
+    def _retry(self, event: ErrorMessage.RetryRequested) -> None:
+        if self.send(event.text) and self.prompt.text == event.text:
+            self.prompt.set_text("")
+
+    def action_stop(self) -> None:
+        for worker in self.workers:
+            if worker.group == "turn" and worker.is_running:
+                worker.cancel()
+
+    def action_command(self, name: str) -> None:
+        self.run_command(ParsedCommand(BY_NAME.get(name), name, ""))
+
+    def palette_command(self, command: SlashCommand) -> None:
+        if command.arg_required:
+            self.prompt.set_text(f"/{command.name} ")
+            self.prompt.focus_prompt()
+        else:
+            self.run_command(ParsedCommand(command, command.name, ""))
+
+    # -- one turn -----------------------------------------------------------------
+
+    @work(exclusive=True, group="turn", exit_on_error=False)
+    async def _turn(self, text: str) -> None:
+        log = self.log_view
+        outcome = _Outcome()
+        view: AssistantMessage | None = None
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        pump: asyncio.Task[None] | None = None
+        try:
+            await log.append(UserEntry(text))
+            view = cast(AssistantMessage, await log.append(AssistantEntry()))
+            pump = asyncio.create_task(_pump(self.session.send(text), queue))
+            while True:
+                item = await queue.get()
+                if item is _END:
+                    break
+                if isinstance(item, Exception):
+                    raise item
+                # Deltas that queued up while we rendered go out as one write.
+                items = [item]
+                while not queue.empty():
+                    items.append(queue.get_nowait())
+                for event in _coalesce(items):
+                    if event is _END:
+                        queue.put_nowait(_END)
+                        break
+                    if isinstance(event, Exception):
+                        raise event
+                    await self._handle_event(view, event, outcome)
+            if outcome.error is not None:
+                outcome.status = "failed"
+            await view.finish(outcome.status, None if outcome.error else outcome.reply)
+        except asyncio.CancelledError:
+            if view is not None:
+                await view.finish("interrupted")
+            self.notify("Stopped. The partial reply is kept.", timeout=3)
+            raise
+        except Exception as exc:
+            if view is not None:
+                await view.finish("failed")
+            outcome.error = TurnError(describe(exc), retryable=True, kind=type(exc).__name__)
+        finally:
+            if pump is not None and not pump.done():
+                # Cancelling the pump delivers the cancellation inside the
+                # session's generator, which then keeps the partial reply.
+                pump.cancel()
+                with contextlib.suppress(BaseException):
+                    await pump
+            self._set_busy(False)
+            self.refresh_header()
+            self.refresh_meter()
+        await self._after_turn(text, view, outcome)
+
+    async def _handle_event(self, view: AssistantMessage, event: Any, outcome: _Outcome) -> None:
+        if isinstance(event, TextDelta):
+            await view.write(clean(event.text))
+        elif isinstance(event, ToolCallStarted):
+            await view.start_tool(ToolCall(event.call_id, event.name, event.arguments))
+        elif isinstance(event, ToolCallFinished):
+            view.finish_tool(event.call_id, event.result, event.error)
+        elif isinstance(event, UsageReported):
+            self.refresh_meter()
+        elif isinstance(event, RetainedEvidence):
+            self.sidebar.show(event.report)
+        elif isinstance(event, Compacted):
+            outcome.compactions.append(event)
+        elif isinstance(event, Notice):
+            self.notify(clean(event.message), title="newt")
+        elif isinstance(event, TurnError):
+            outcome.error = event
+        elif isinstance(event, TurnDone):
+            outcome.status, outcome.reply = event.status, clean(event.reply)
+            self.refresh_header()  # the first message gave the conversation its title
+
+    async def _after_turn(
+        self, text: str, view: AssistantMessage | None, outcome: _Outcome
+    ) -> None:
+        log = self.log_view
+        if view is not None and not view.entry.parts and outcome.status == "failed":
+            await log.discard(view)
+        for compacted in outcome.compactions:
+            await log.append(
+                CompactionEntry(compaction_summary(compacted.record), compacted.resident_turns)
+            )
+        if outcome.compactions:
+            self.notify("Older turns were compacted into a summary.", timeout=4)
+        if outcome.error is not None:
+            self._turn_failed(text, outcome.error)
+
+    def _turn_failed(self, text: str, error: TurnError) -> None:
+        message = clean(error.message)
+        self.notify(message, title="The reply failed", severity="error")
+        self.call_later(
+            self.log_view.append, ErrorEntry(message, text if error.retryable else None)
+        )
+        # The user's words are never lost: put them back if the prompt is free.
+        if not self.prompt.text.strip():
+            self.prompt.set_text(text)
+
+    def feedback(self, text: str, level: str = "feedback") -> None:
+        self.call_later(self.log_view.append, NoticeEntry(text, level))
+
+    # -- commands -----------------------------------------------------------------
+
+    def run_command(self, parsed: ParsedCommand) -> None:
+        """The one dispatcher for typed commands, key bindings and the palette."""
+        if parsed.command is None:
+            self.feedback(f"Unknown command /{parsed.name}. Type /help for the list.", "warning")
+            return
+        name = parsed.command.name
+        if self.busy and name in NOT_WHILE_BUSY:
+            self.notify(f"/{name} waits until the reply finishes (Esc stops it).")
+            return
+        # Commands that only open a panel run at once; the rest go to a worker.
+        if name == "help":
+            self.app.push_screen(HelpScreen())
+        elif name == "memory":
+            self.app.push_screen(MemoryScreen(self.session.memory_status()))
+        elif name == "evidence":
+            self.toggle_sidebar()
+        elif name == "quit":
+            self.app.call_later(self.app.action_quit)
+        elif name == "resume" and not parsed.arg:
+            current = self.session.conversation.id if self.session.conversation else None
+            self.app.push_screen(
+                PickerScreen(self.session.search_conversations, current), self._picked
+            )
+        else:
+            self._command(name, parsed.arg)
+
+    def _picked(self, conv_id: str | None) -> None:
+        if conv_id:
+            self._command("resume", conv_id)
+
+    @work(group="command", exit_on_error=False)
+    async def _command(self, name: str, arg: str) -> None:
+        handler = getattr(self.commands, f"cmd_{name}")
+        try:
+            await handler(arg)
+        except Exception as exc:
+            # Errors the session raises for the user (unknown conversation, a
+            # note that matches twice...) read best inline, beside the command.
+            self.feedback(describe(exc), "warning")
+            if not type(exc).__module__.startswith("newt."):
+                raise
+
+    @on(EvidenceSidebar.CapsuleSelected)
+    def _capsule_selected(self, event: EvidenceSidebar.CapsuleSelected) -> None:
+        self.app.push_screen(RecordScreen(event.key, self.session.fetch_record))
+
+    # -- worker failures ----------------------------------------------------------
+
+    @on(Worker.StateChanged)
+    def _worker_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.notify(describe(event.worker.error), severity="error", title="newt")

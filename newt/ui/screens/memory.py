@@ -1,0 +1,92 @@
+"""The /memory panel: what the memory provider is doing, in figures."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from newt.ui.format import meter_level, meter_text, tokens
+from newt.ui.widgets.token_meter import bar
+
+SOURCES = {
+    "config": "explicit config ([memory] context_tokens)",
+    "backend": "backend-declared context window",
+    "probe cache": "probe cache (limits observed earlier)",
+    "default": "default (no window known)",
+}
+
+
+def memory_rows(status: Any) -> list[tuple[str, str]]:
+    """(label, value) rows for a MemoryStatus; pure so tests can read them."""
+    used, budget = int(status.used), int(status.budget)
+    rows = [
+        ("provider", f"{status.provider}"),
+        ("usage", meter_text(used, budget)),
+        (
+            "budget",
+            f"{tokens(budget)} tokens of a {tokens(status.context_tokens)}-token window"
+            f" · source: {SOURCES.get(status.budget_source, status.budget_source)}",
+        ),
+    ]
+    if status.last_reported is None:
+        rows.append(("last reported", "no backend report yet (figures are estimates)"))
+    else:
+        rows.append(
+            (
+                "last reported",
+                f"{tokens(status.last_reported)} prompt tokens"
+                f" · estimate delta since {status.estimate_delta:+,}",
+            )
+        )
+    rows += [
+        ("turns", f"{status.resident_turns} resident of {status.total_turns}"),
+        ("compactions", f"{status.compactions} in this conversation"),
+        ("notes", f"{status.notes_used:,}/{status.notes_limit:,} characters"),
+    ]
+    report = status.last_retention
+    if report is None:
+        rows.append(("last retention", "none yet"))
+    else:
+        rows.append(
+            (
+                "last retention",
+                f"{tokens(report.retained_tokens)}/{tokens(report.budget_tokens)} tokens"
+                f" · {len(report.capsules)} capsules · {report.dropped} dropped"
+                f" · {report.candidates_examined} examined",
+            )
+        )
+    return rows
+
+
+class MemoryScreen(ModalScreen[None]):
+    CSS_PATH = "memory.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q,ctrl+g", "dismiss", "Close"),
+    ]
+
+    def __init__(self, status: Any) -> None:
+        super().__init__()
+        self.status = status
+
+    def compose(self) -> ComposeResult:
+        status = self.status
+        used, budget = int(status.used), int(status.budget)
+        level = meter_level(used, budget)
+        with Vertical(id="panel") as panel:
+            panel.border_title = "Memory"
+            panel.border_subtitle = "esc to close"
+            yield Static(
+                Content(f"{bar(used, budget, 40)}  {meter_text(used, budget)}"),
+                id="usage-bar",
+                classes=f"-{level}",
+            )
+            for label, value in memory_rows(status):
+                with Vertical(classes="row"):
+                    yield Static(label, classes="label")
+                    yield Static(Content(value), classes="value")

@@ -1,0 +1,128 @@
+"""The conversation log: anchored to the bottom, windowed for long histories.
+
+A Markdown widget costs layout time on every refresh, and a log of a thousand
+of them takes seconds per layout. So the log keeps every *entry* but mounts
+widgets for only the newest `WINDOW` of them while the user follows the
+bottom; scrolling to the top mounts the previous `BATCH` entries back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widget import Widget
+from textual.widgets import Static
+
+from newt.ui.widgets.entries import Entry
+from newt.ui.widgets.messages import widget_for
+
+WINDOW = 80  # widgets kept mounted while following the bottom
+BATCH = 30  # entries mounted per step when the user scrolls to the top
+INITIAL = 16  # entries mounted when a conversation opens: about a screenful, fast
+
+
+class ChatLog(VerticalScroll, can_focus=True):
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.entries: list[Entry] = []
+        self._first = 0  # index in `entries` of the first mounted entry
+        self._loading_earlier = False
+        self._earlier = Static("", classes="earlier")
+
+    def compose(self) -> ComposeResult:
+        yield self._earlier
+
+    def on_mount(self) -> None:
+        self.anchor()
+        self._update_earlier()
+
+    @property
+    def first_mounted(self) -> int:
+        return self._first
+
+    def _entry_widgets(self) -> list[Widget]:
+        return [child for child in self.children if child is not self._earlier]
+
+    def _update_earlier(self) -> None:
+        self._earlier.display = self._first > 0
+        if self._first:
+            self._earlier.update(
+                Content(f"↑ {self._first} earlier message(s) · scroll up to load them")
+            )
+
+    def following(self) -> bool:
+        """True while the user has not scrolled away from the bottom."""
+        return self.max_scroll_y - self.scroll_y <= 1
+
+    async def append(self, entry: Entry) -> Widget:
+        following = self.following()
+        self.entries.append(entry)
+        widget = widget_for(entry)
+        await self.mount(widget)
+        if following:
+            await self._trim()
+            self.scroll_end(animate=False, immediate=True)
+        return widget
+
+    async def discard(self, widget: Widget) -> None:
+        """Drop a widget and its entry (e.g. an empty reply whose turn failed)."""
+        entry = getattr(widget, "entry", None)
+        self.entries = [e for e in self.entries if e is not entry]
+        await widget.remove()
+
+    async def replace_all(self, entries: Iterable[Entry]) -> None:
+        await self.remove_children(self._entry_widgets())
+        self.entries = list(entries)
+        self._first = max(0, len(self.entries) - INITIAL)
+        widgets = [widget_for(e) for e in self.entries[self._first :]]
+        if widgets:
+            await self.mount_all(widgets)
+        self._update_earlier()
+        self.anchor()
+        # Replacing the children resets the scroll offset to the top, which
+        # must not count as the user asking for earlier messages.
+        self._loading_earlier = True
+        self.call_after_refresh(self._settle)
+
+    def _settle(self) -> None:
+        self.scroll_end(animate=False, immediate=True)
+        self._loading_earlier = False
+
+    async def _trim(self) -> None:
+        mounted = self._entry_widgets()
+        excess = len(mounted) - WINDOW
+        if excess > 0:
+            await self.remove_children(mounted[:excess])
+            self._first += excess
+            self._update_earlier()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        # max_scroll_y is 0 during a relayout; a clamp to the top then is not the user.
+        if new_value <= 1 < old_value and self.max_scroll_y > 0 and self._first > 0:
+            self.load_earlier()
+
+    def load_earlier(self) -> None:
+        if not self._loading_earlier:
+            self._loading_earlier = True
+            self.run_worker(self._load_earlier(), group="log-earlier", exit_on_error=False)
+
+    async def _load_earlier(self) -> None:
+        try:
+            start = max(0, self._first - BATCH)
+            mounted = self._entry_widgets()
+            widgets = [widget_for(e) for e in self.entries[start : self._first]]
+            if widgets:
+                await self.mount_all(widgets, after=self._earlier)
+            self._first = start
+            self._update_earlier()
+            if mounted:
+                # Keep the message the user was reading where it was.
+                self.call_after_refresh(
+                    self.scroll_to_widget, mounted[0], top=True, animate=False, immediate=True
+                )
+        finally:
+            self._loading_earlier = False

@@ -1,0 +1,83 @@
+"""The retained-evidence sidebar: the capsules kept for the last turn.
+
+Each capsule shows its short retrieval key, tokens, recoverability and the
+verbatim excerpt; selecting one asks the screen to fetch the full record.
+"""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from newt.recall import EvidenceCapsule, RetentionReport
+from newt.ui.format import clean, retention_header
+
+EXCERPT_CHARS = 400  # the excerpt is already budget-bounded; this only guards layout
+
+
+def capsule_prompt(capsule: EvidenceCapsule) -> Content:
+    excerpt = " ".join(clean(capsule.excerpt).split())
+    if len(excerpt) > EXCERPT_CHARS:
+        excerpt = excerpt[: EXCERPT_CHARS - 1] + "…"
+    return Content.assemble(
+        (capsule.retrieval_key, "bold $accent"),
+        (f"  {capsule.tokens} tok · rec {capsule.recoverability:.2f}", "dim"),
+        "\n",
+        excerpt,
+    )
+
+
+class EvidenceSidebar(Vertical):
+    class CapsuleSelected(Message):
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.report: RetentionReport | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Retained evidence", classes="title")
+        yield Static("no retrieval yet", id="evidence-header")
+        yield OptionList(id="capsules")
+
+    def show(self, report: RetentionReport | None) -> None:
+        self.report = report
+        header = self.query_one("#evidence-header", Static)
+        capsules = self.query_one("#capsules", OptionList)
+        capsules.clear_options()
+        if report is None:
+            header.update("no retrieval yet")
+            self.set_class(True, "-empty")
+            return
+        header.update(
+            retention_header(
+                report.retained_tokens,
+                report.budget_tokens,
+                len(report.capsules),
+                report.dropped,
+            )
+        )
+        self.set_class(not report.capsules, "-empty")
+        options: list[Option | None] = []
+        for i, capsule in enumerate(report.capsules):
+            if i:
+                options.append(None)  # a separator line between capsules
+            options.append(Option(capsule_prompt(capsule), id=f"capsule-{i}"))
+        capsules.add_options(options)
+        if report.capsules:
+            capsules.highlighted = 0
+
+    @on(OptionList.OptionSelected, "#capsules")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        index = int((event.option.id or "capsule-0").rsplit("-", 1)[1])
+        if self.report is not None and index < len(self.report.capsules):
+            capsule = self.report.capsules[index]
+            self.post_message(self.CapsuleSelected(capsule.retrieval_key))

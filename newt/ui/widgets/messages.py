@@ -1,0 +1,221 @@
+"""One widget per log entry.
+
+Assistant replies stream through `Markdown.get_stream()`: MarkdownStream
+batches fragments when they arrive faster than the widget can render, and one
+full `update()` at the end repairs any block that was cut mid-way.
+"""
+
+from __future__ import annotations
+
+import json
+
+from rich.markdown import Markdown as RichMarkdown
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Button, Collapsible, Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+from newt.ui.format import clean, one_line
+from newt.ui.widgets.entries import (
+    AssistantEntry,
+    CompactionEntry,
+    Entry,
+    ErrorEntry,
+    NoticeEntry,
+    ToolCall,
+    UserEntry,
+)
+
+TOOL_TEXT_LIMIT = 4000  # a huge tool result would cost layout time for no reader benefit
+
+
+class UserMessage(Static):
+    def __init__(self, entry: UserEntry) -> None:
+        super().__init__(Content(entry.text), classes="message user")
+        self.entry = entry
+
+
+class NoticeMessage(Static):
+    def __init__(self, entry: NoticeEntry) -> None:
+        super().__init__(Content(entry.text), classes=f"message notice -{entry.level}")
+        self.entry = entry
+
+
+class CompactionDivider(Collapsible):
+    """A visible seam where older turns were folded into a summary."""
+
+    def __init__(self, entry: CompactionEntry) -> None:
+        kept = (
+            f" · {entry.resident_turns} recent turn(s) kept"
+            if entry.resident_turns is not None
+            else ""
+        )
+        super().__init__(
+            Static(Content(entry.summary or "(no summary)"), classes="summary"),
+            title=f"context compacted here{kept}",
+            collapsed=True,
+            classes="message compaction",
+        )
+        self.entry = entry
+
+
+class ErrorMessage(Horizontal):
+    """An inline error; Retry sends the same text again."""
+
+    class RetryRequested(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self, entry: ErrorEntry) -> None:
+        super().__init__(classes="message error")
+        self.entry = entry
+
+    def compose(self) -> ComposeResult:
+        yield Static(Content(f"✖ {self.entry.message}"), classes="error-text")
+        if self.entry.retry_text is not None:
+            yield Button("Retry", variant="warning", compact=True, classes="retry")
+
+    @on(Button.Pressed, ".retry")
+    def _retry(self, event: Button.Pressed) -> None:
+        event.stop()
+        if self.entry.retry_text is not None:
+            self.post_message(self.RetryRequested(self.entry.retry_text))
+
+
+def _tool_title(call: ToolCall) -> str:
+    marks = {"running": "…", "done": "✓", "error": "✖"}
+    args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+    return f"{marks[call.state]} {call.name}({one_line(args, 60)})"
+
+
+def _tool_body(call: ToolCall) -> str:
+    args = json.dumps(call.arguments, indent=2, ensure_ascii=False)
+    result = "(running)" if call.result is None else clean(call.result)
+    if len(result) > TOOL_TEXT_LIMIT:
+        result = result[:TOOL_TEXT_LIMIT] + f"\n… ({len(call.result or '') - TOOL_TEXT_LIMIT} more)"
+    return f"arguments:\n{args}\n\nresult:\n{result}"
+
+
+class ToolCallBlock(Collapsible):
+    """A compact, expandable record of one tool call."""
+
+    def __init__(self, call: ToolCall) -> None:
+        self.call = call
+        self._body = Static(Content(_tool_body(call)), classes="tool-body")
+        super().__init__(self._body, title=_tool_title(call), collapsed=True, classes="tool")
+        self.set_class(call.error, "-error")
+
+    def refresh_call(self) -> None:
+        self.title = _tool_title(self.call)
+        self._body.update(Content(_tool_body(self.call)))
+        self.set_class(self.call.error, "-error")
+
+
+class HistoryMarkdown(Static):
+    """Markdown of a finished reply rebuilt from history, as one widget.
+
+    Textual's Markdown widget mounts a child per block, and styling those is
+    what makes opening a long conversation slow; Rich renders the same text
+    into a single widget. Live replies still stream through `Markdown`.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__(RichMarkdown(text, hyperlinks=False), classes="history-md")
+        self.source = text
+
+
+class AssistantMessage(Vertical):
+    """A reply: Markdown segments interleaved with tool-call blocks."""
+
+    def __init__(self, entry: AssistantEntry) -> None:
+        super().__init__(classes="message assistant")
+        self.entry = entry
+        self._stream: MarkdownStream | None = None
+        self._markdown: Markdown | None = None
+        self._status = Static("", classes="status")
+
+    def compose(self) -> ComposeResult:
+        for part in self.entry.parts:
+            if isinstance(part, str):
+                yield HistoryMarkdown(part)
+            else:
+                yield ToolCallBlock(part)
+        yield self._status
+        self._show_status()
+
+    def _show_status(self) -> None:
+        labels = {"interrupted": "⏹ interrupted", "failed": "✖ failed", "streaming": "…"}
+        self._status.update(labels.get(self.entry.status, ""))
+        self._status.display = self.entry.status != "complete"
+        for status in ("streaming", "interrupted", "failed"):
+            self.set_class(self.entry.status == status, f"-{status}")
+
+    async def write(self, text: str) -> None:
+        """Append streamed text to the current Markdown segment."""
+        if not text:
+            return
+        if self._stream is None:
+            self.entry.parts.append("")
+            self._markdown = Markdown()
+            await self.mount(self._markdown, before=self._status)
+            self._stream = Markdown.get_stream(self._markdown)
+        last = self.entry.parts[-1]
+        assert isinstance(last, str)
+        self.entry.parts[-1] = last + text
+        await self._stream.write(text)
+
+    async def _close_segment(self) -> None:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            await stream.stop()
+            if self._markdown is not None and isinstance(self.entry.parts[-1], str):
+                # One full update repairs any block the stream cut mid-way.
+                await self._markdown.update(self.entry.parts[-1])
+        self._markdown = None
+
+    async def start_tool(self, call: ToolCall) -> None:
+        await self._close_segment()
+        self.entry.parts.append(call)
+        await self.mount(ToolCallBlock(call), before=self._status)
+
+    def finish_tool(self, call_id: str, result: str, error: bool) -> None:
+        for block in self.query(ToolCallBlock):
+            if block.call.call_id == call_id and block.call.result is None:
+                block.call.result = result
+                block.call.error = error
+                block.refresh_call()
+                return
+
+    async def finish(self, status: str, reply: str | None = None) -> None:
+        """End the stream; `reply` (the session's final text) wins if it differs."""
+        await self._close_segment()
+        if reply is not None and reply != self.entry.text:
+            # The session's final reply is the truth (e.g. after a retry):
+            # show it as one segment after any tool calls.
+            parts: list[str | ToolCall] = [p for p in self.entry.parts if not isinstance(p, str)]
+            if reply:
+                parts.append(reply)
+            self.entry.parts = parts
+            for md in self.query(Markdown):
+                await md.remove()
+            if reply:
+                await self.mount(Markdown(reply), before=self._status)
+        self.entry.status = status
+        self._show_status()
+
+
+def widget_for(entry: Entry) -> Widget:
+    if isinstance(entry, UserEntry):
+        return UserMessage(entry)
+    if isinstance(entry, AssistantEntry):
+        return AssistantMessage(entry)
+    if isinstance(entry, CompactionEntry):
+        return CompactionDivider(entry)
+    if isinstance(entry, ErrorEntry):
+        return ErrorMessage(entry)
+    return NoticeMessage(entry)
