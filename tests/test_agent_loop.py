@@ -367,7 +367,7 @@ async def test_closing_the_event_stream_keeps_the_partial_reply(fake_openai: Fak
         async for event in stream:
             if isinstance(event, ev.TextDelta):
                 break
-        await stream.aclose()  # type: ignore[attr-defined]
+        await stream.aclose()
         log = await session.history()
         assert log[-1].status == "interrupted" and log[-1].assistant == "alpha "
         assert session.conversation is not None

@@ -9,7 +9,7 @@ the rest is conversation management (new, resume, history, export), the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
@@ -391,7 +391,7 @@ class ChatSession:
 
     # ------------------------------------------------------------------ turn
 
-    async def send(self, text: str) -> AsyncIterator[ev.AgentEvent]:
+    async def send(self, text: str) -> AsyncGenerator[ev.AgentEvent, None]:
         """Run one user turn (see newt.agent.turn). Cancelling keeps the partial reply."""
         if not text.strip():
             raise SessionError("the message is empty")

@@ -14,7 +14,7 @@ them and that is remembered. Cancelling keeps the partial reply (interrupted).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -73,7 +73,7 @@ class TurnRunner:
 
     # -------------------------------------------------------------- the turn
 
-    async def run(self) -> AsyncIterator[ev.AgentEvent]:
+    async def run(self) -> AsyncGenerator[ev.AgentEvent, None]:
         s, p = self.s, self.p
         conv = await s.ensure_conversation()
         turn_id = await s.store.turns.add_pending(conv.id, self.text)
@@ -149,7 +149,7 @@ class TurnRunner:
             messages[-1] = MemMessage(last.role, self.p.evidence + last.content)
         return messages
 
-    async def _request(self) -> AsyncIterator[ev.AgentEvent]:
+    async def _request(self) -> AsyncGenerator[ev.AgentEvent, None]:
         s, p = self.s, self.p
         report = await self._recall()
         s.last_retention = report
@@ -227,7 +227,7 @@ class TurnRunner:
 
     async def _stream(
         self, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> AsyncIterator[ev.AgentEvent | ChatResult]:
+    ) -> AsyncGenerator[ev.AgentEvent | ChatResult, None]:
         # aclosing: a consumer that stops early must close the HTTP stream at once
         async with aclosing(self.s.client.stream_chat(wire, tools=tools)) as stream:
             async for item in stream:
@@ -237,7 +237,7 @@ class TurnRunner:
                 elif isinstance(item, ChatResult):
                     yield item
 
-    async def _exchange(self, messages: list[MemMessage]) -> AsyncIterator[ev.AgentEvent]:
+    async def _exchange(self, messages: list[MemMessage]) -> AsyncGenerator[ev.AgentEvent, None]:
         """Stream one reply, running tool rounds; raises BackendError on failure."""
         s, p = self.s, self.p
         wire: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in messages]
