@@ -217,3 +217,55 @@ def test_ctrl_c_keeps_the_partial_reply(fake_openai: FakeOpenAI, _isolated_home:
     con.close()
     assert (user, status) == ("talk", "interrupted")
     assert assistant.startswith("word word") and len(assistant) < len("word " * 200)
+
+
+def test_local_runs_a_managed_server_and_stops_it(tmp_path: Path, _isolated_home: Path) -> None:
+    # a stand-in for llama-server (the fake speaks its flags); the real one is in the e2e tests
+    fake = Path(__file__).with_name("fake_openai.py")
+    pidfile = tmp_path / "server.pid"
+    binary = tmp_path / "llama-server"
+    binary.write_text(f'#!/bin/sh\necho $$ > "{pidfile}"\nexec "{sys.executable}" "{fake}" "$@"\n')
+    binary.chmod(0o755)
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF")
+    result = newt_cmd(
+        "--local",
+        str(model),
+        "-p",
+        "hello local",
+        "--json",
+        home=_isolated_home,
+        env={"NEWT_LLAMA_SERVER": str(binary)},
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["reply"] == "ok: hello local"
+    assert data["memory"]["source"] == "backend"  # read from the managed server's /props
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        stat = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        if stat in ("Z", "X"):
+            break
+        time.sleep(0.05)
+    alive = Path(f"/proc/{pid}").exists() and Path(f"/proc/{pid}/stat").read_text().split(")")[
+        -1
+    ].split()[0] not in ("Z", "X")
+    assert not alive, "the managed llama-server outlived newt"
+
+
+def test_local_without_a_binary_says_how_to_get_one(tmp_path: Path, _isolated_home: Path) -> None:
+    result = newt_cmd(
+        "--local",
+        str(tmp_path / "none.gguf"),
+        "-p",
+        "hi",
+        home=_isolated_home,
+        env={
+            "NEWT_LLAMA_SERVER": str(tmp_path / "missing"),
+            "NEWT_LLAMA_CACHE": str(tmp_path / "cache"),
+            "PATH": "/usr/bin:/bin",
+        },
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "get_llama_server.sh" in result.stderr
