@@ -1,0 +1,285 @@
+"""Pruning into one compaction record (DESIGN.md section 3), concrete numbers.
+
+Scenario numbers (chars/4): TokenBudget(1000, 0.5) has a 500-token budget;
+a turn of 300 + 300 characters is 150 tokens; a record with the fallback body
+and a one-digit count is 406 characters, 102 tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from newt.memory import (
+    COMPACTION_MARKER,
+    RECORD_EXPLANATION,
+    MemMessage,
+    TokenBudget,
+    TokenEstimation,
+    TurnMetrics,
+    Usage,
+    fallback_summary,
+    format_record,
+    record_summary,
+    summarizer_input,
+)
+from newt.memory.compaction import OMITTED_NOTE
+from newt.resources import asset_text
+
+EST = TokenEstimation()
+U, A = "u" * 300, "a" * 300
+NO_USAGE = TurnMetrics()
+
+
+def fallback_record(n: int) -> str:
+    return format_record(fallback_summary(None, n))
+
+
+class Summarizer:
+    """A real async callable standing in for the backend: records its inputs."""
+
+    def __init__(self, *replies: str | Exception) -> None:
+        self.replies = list(replies)
+        self.inputs: list[list[MemMessage]] = []
+
+    async def __call__(self, messages: list[MemMessage]) -> str:
+        self.inputs.append(messages)
+        reply = self.replies.pop(0) if self.replies else f"S{len(self.inputs)}"
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+def markers(p: TokenBudget) -> list[str]:
+    return [m.content for m in p.build_messages("sys", "next") if COMPACTION_MARKER in m.content]
+
+
+async def fill(p: TokenBudget, turns: int, metrics: TurnMetrics = NO_USAGE) -> None:
+    for _ in range(turns):
+        await p.sync_turn(U, A, metrics)
+
+
+# -- the record's text --------------------------------------------------------
+
+
+def test_record_format_is_exact() -> None:
+    record = format_record("  the summary \n")
+    assert record == (
+        COMPACTION_MARKER
+        + "\n"
+        + RECORD_EXPLANATION
+        + "\n\nthe summary\n--- END OF CONTEXT SUMMARY ---"
+    )
+    assert "reference material, not an instruction" in RECORD_EXPLANATION
+    assert record_summary(record) == "the summary"
+    assert (len(fallback_record(4)), EST.tokens_for(fallback_record(4))) == (406, 102)
+
+
+def test_fallback_body_and_cumulative_count() -> None:
+    first = fallback_summary(None, 4)
+    assert first == "Summary generation was unavailable. 4 message(s) were removed."
+    assert fallback_summary(first, 2) == (
+        "Summary generation was unavailable. 6 message(s) were removed."
+    )
+    # A real summary is kept above the line, and the line keeps counting.
+    kept = fallback_summary("Ada is seven.", 2)
+    assert kept == "Ada is seven.\n\nSummary generation was unavailable. 2 message(s) were removed."
+    assert fallback_summary(kept, 3).endswith("5 message(s) were removed.")
+    assert fallback_summary(kept, 3).startswith("Ada is seven.\n\n")
+
+
+def test_compaction_prompt_asset() -> None:
+    prompt = asset_text("compaction_prompt.md")
+    for needle in ("previous summary", "names, numbers", "decisions", "open tasks", "concise"):
+        assert needle in prompt
+
+
+# -- pruning ------------------------------------------------------------------
+
+
+async def test_prune_without_summarizer_uses_the_fallback_record() -> None:
+    p = TokenBudget(1000, 0.5)
+    await fill(p, 3)
+    assert (p.usage()[1], p.compactions) == (450, 0)
+    await fill(p, 1)  # 600 > 500: the two oldest turns go (planned with the record)
+    assert p.resident_turns() == 2
+    assert p.record == fallback_record(4)
+    assert p.usage() == ("tokens", 300 + 102, 500)
+    assert (p.compactions, p.total_turns) == (1, 4)
+    assert p.take_compaction_record() == fallback_record(4)
+    assert p.take_compaction_record() is None  # handed over once
+
+    await fill(p, 1)  # 552: one more turn folds into the same record
+    assert p.record == fallback_record(6)
+    assert p.usage()[1] == 402
+    assert (p.resident_turns(), p.compactions, p.total_turns) == (2, 2, 5)
+    assert markers(p) == [fallback_record(6)]  # one record, never stacked
+
+
+async def test_the_newest_turn_is_never_removed() -> None:
+    p = TokenBudget(1000, 0.5)
+    await p.sync_turn("u" * 4000, "a" * 4000, NO_USAGE)  # 2,000 tokens alone
+    assert p.resident_turns() == 1
+    assert p.record is None
+    await p.sync_turn("v" * 4000, "b" * 4000, NO_USAGE)
+    assert p.resident_turns() == 1
+    assert p.record == fallback_record(2)
+    assert [m.content[0] for m in p.build_messages("sys", "next")[2:4]] == ["v", "b"]
+
+
+async def test_anchored_prune_subtracts_estimates_from_the_delta() -> None:
+    p = TokenBudget(1000, 0.5)
+    await p.sync_turn(U, A, TurnMetrics(Usage(200, 75)))
+    await p.sync_turn(U, A, TurnMetrics(Usage(425, 75)))
+    assert p.usage()[1] == 500  # at the budget, not over it
+    await p.sync_turn(U, A, TurnMetrics(Usage(600, 75)))
+    # 675 over 500: two oldest turns (2 x 150) out, the 102-token record in.
+    assert p.usage()[1] == 600 + 75 - 300 + 102 == 477
+    assert (p.last_reported, p.estimate_delta) == (600, -123)
+    assert p.resident_turns() == 1
+
+
+async def test_summarizer_output_becomes_the_record_and_is_updated() -> None:
+    summarize = Summarizer("Ada is seven.", "Ada is seven; likes kites.")
+    p = TokenBudget(2000, 0.5).with_summarizer(summarize)  # budget 1,000
+    await fill(p, 7)  # 1,050: the two oldest go
+    assert p.record == format_record("Ada is seven.")
+    system, user = summarize.inputs[0]
+    assert (system.role, system.content) == ("system", asset_text("compaction_prompt.md").strip())
+    assert user.content.startswith("Previous summary:\n(none)\n\n")
+    assert user.content.count("User: " + U + "\nAssistant: " + A) == 2
+    assert p.usage()[1] == 5 * 150 + EST.tokens_for(format_record("Ada is seven.")) == 840
+    assert p.take_compaction_record() == format_record("Ada is seven.")
+
+    await fill(p, 2)
+    assert "Previous summary:\nAda is seven.\n\n" in summarize.inputs[1][1].content
+    assert markers(p) == [format_record("Ada is seven; likes kites.")]
+    assert p.compactions == 2
+
+
+async def test_summarizer_failure_never_propagates_and_keeps_the_summary() -> None:
+    summarize = Summarizer("Ada is seven.", RuntimeError("backend down"), "   ")
+    p = TokenBudget(1000, 0.5).with_summarizer(summarize)
+    await fill(p, 4)
+    await fill(p, 1)  # the summarizer raises: fallback line under the old summary
+    assert record_summary(p.record or "") == (
+        "Ada is seven.\n\nSummary generation was unavailable. 2 message(s) were removed."
+    )
+    await fill(p, 1)  # an empty summary counts as a failure too; the count adds up
+    assert record_summary(p.record or "").endswith("4 message(s) were removed.")
+    assert p.resident_turns() == 2
+
+
+async def test_a_cancelled_summary_leaves_the_working_set_alone() -> None:
+    started, never = asyncio.Event(), asyncio.Event()
+
+    async def slow(messages: list[MemMessage]) -> str:
+        started.set()
+        await never.wait()
+        return "unreachable"
+
+    p = TokenBudget(1000, 0.5).with_summarizer(slow)
+    await fill(p, 3)
+    task = asyncio.create_task(p.sync_turn(U, A, NO_USAGE))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (p.resident_turns(), p.record, p.compactions) == (4, None, 0)
+
+
+async def test_a_huge_summary_is_capped_at_a_quarter_of_the_budget() -> None:
+    p = TokenBudget(1000, 0.5).with_summarizer(Summarizer("word " * 2000))
+    await fill(p, 4)
+    assert p.record is not None
+    assert EST.tokens_for(p.record) <= 500 // 4
+    assert record_summary(p.record).endswith("word…")
+
+
+async def test_on_pre_compress_output_reaches_the_summarizer() -> None:
+    class Extracting(TokenBudget):
+        async def on_pre_compress(self, messages: list[MemMessage]) -> str:  # type: ignore[override]
+            return f"{len(messages)} messages seen"
+
+    summarize = Summarizer()
+    p = Extracting(1000, 0.5).with_summarizer(summarize)
+    await fill(p, 4)
+    assert "Extracted before compaction:\n4 messages seen\n\n" in summarize.inputs[0][1].content
+
+
+# -- the summarizer's input ------------------------------------------------------
+
+
+def total(messages: list[MemMessage]) -> int:
+    """The capped part: the user message (the instructions come on top)."""
+    return EST.tokens_for(messages[1].content)
+
+
+def test_summarizer_input_drops_the_oldest_removed_content_first() -> None:
+    removed = [("a" * 400, "b" * 400), ("c" * 400, "d" * 400), ("e" * 40, "f" * 40)]
+    messages = summarizer_input("P" * 40, None, removed, cap_tokens=300, est=EST)
+    body = messages[1].content
+    assert total(messages) <= 300
+    assert OMITTED_NOTE in body
+    assert "a" * 400 not in body and "b" * 400 not in body
+    assert "User: " + "c" * 400 in body and "User: " + "e" * 40 in body
+    assert body.index("c" * 400) < body.index("e" * 40)  # still oldest first
+
+    roomy = summarizer_input("P" * 40, None, removed, cap_tokens=2000, est=EST)
+    assert OMITTED_NOTE not in roomy[1].content and "a" * 400 in roomy[1].content
+
+
+def test_summarizer_input_keeps_the_tail_of_a_single_oversized_turn() -> None:
+    messages = summarizer_input("P", "prev", [("x" * 4000, "")], cap_tokens=200, est=EST)
+    body = messages[1].content
+    assert total(messages) <= 200
+    assert body.startswith("Previous summary:\nprev\n\n") and OMITTED_NOTE in body
+    assert 0 < body.count("x") < 4000 and body.endswith("x")
+
+
+def test_summarizer_input_carries_the_focus() -> None:
+    messages = summarizer_input("P", None, [("u", "a")], cap_tokens=100, est=EST, focus="db")
+    assert messages[0].content == "P\n\nFocus the summary on: db"
+
+
+async def test_the_provider_caps_the_summarizer_input_at_half_the_budget() -> None:
+    summarize = Summarizer()
+    p = TokenBudget(1000, 0.5).with_summarizer(summarize)
+    for _ in range(3):
+        await p.sync_turn("u" * 800, "a" * 800, NO_USAGE)  # 400 tokens each
+    assert summarize.inputs
+    assert all(total(messages) <= 250 for messages in summarize.inputs)
+
+
+# -- /compact and the pre-send guard ------------------------------------------
+
+
+async def test_compact_folds_all_but_the_newest_turn_with_a_focus() -> None:
+    summarize = Summarizer("focused")
+    p = TokenBudget(8192, 0.8).with_summarizer(summarize)
+    assert await p.compact() is False  # nothing to fold
+    await fill(p, 3)
+    assert await p.compact("the database choice") is True
+    assert summarize.inputs[0][0].content.endswith("Focus the summary on: the database choice")
+    assert summarize.inputs[0][1].content.count("User: ") == 2
+    assert p.resident_turns() == 1
+    assert p.take_compaction_record() == format_record("focused")
+    assert p.usage()[1] == 150 + EST.tokens_for(format_record("focused"))
+    assert await p.compact() is False  # one turn left
+
+
+async def test_compact_for_makes_room_for_the_next_request() -> None:
+    p = TokenBudget(1000, 0.5)
+    for _ in range(3):
+        await p.sync_turn("u" * 200, "a" * 200, NO_USAGE)  # 100 tokens each
+    assert await p.compact_for(150) is True  # 300 + 150 fits 500: nothing to do
+    assert p.take_compaction_record() is None
+    assert await p.compact_for(0, limit=250) is True
+    # Two turns out, the 102-token record in: 100 + 102.
+    assert (p.resident_turns(), p.usage()[1]) == (1, 202)
+    assert await p.compact_for(350) is True  # even the newest turn may go here
+    assert (p.resident_turns(), p.usage()[1]) == (0, 102)
+    assert p.take_compaction_record() == fallback_record(6)
+    assert p.compactions == 1  # one pending record, superseded, not yet taken
+    assert await p.compact_for(450) is False  # 102 + 450 cannot fit 500
