@@ -374,3 +374,38 @@ async def test_closing_the_event_stream_keeps_the_partial_reply(fake_openai: Fak
         assert session.conversation.title == "greek letters please"
     finally:
         await close(store, session)
+
+
+async def test_resident_turns_are_not_recalled_but_pruned_ones_are(
+    fake_openai: FakeOpenAI,
+) -> None:
+    config = "[memory]\ncontext_tokens = 600\n"
+    store, session = await open_session(fake_openai, config)
+    try:
+        fake_openai.script(Reply(text="Noted: the boat is called Pelican."))
+        await run_turn(session, "Our sailing boat is called Pelican.")
+        fake_openai.script(Reply(text="ok"))
+        events = await run_turn(session, "What is the boat called? Pelican?")
+        report = next(e for e in events if isinstance(e, ev.RetainedEvidence)).report
+        # the first turn is still in the working set: no capsule repeats it
+        assert report.capsules == []
+        for i in range(10):
+            fake_openai.script(Reply(text=f"filler answer {i} " + "blah " * 30))
+            await run_turn(session, f"filler question {i} " + "words " * 30)
+        first = (await session.history())[0]
+        assert session.provider.resident_turns() < 12  # the first turns were pruned
+        fake_openai.script(Reply(text="Pelican"))
+        events = await run_turn(session, "Remind me: what is the sailing boat called?")
+        report = next(e for e in events if isinstance(e, ev.RetainedEvidence)).report
+        keys = [c.retrieval_key for c in report.capsules]
+        assert f"t{first.id}" in keys
+        capsule = report.capsules[keys.index(f"t{first.id}")]
+        assert "Pelican" in capsule.excerpt
+        record = await session.fetch_record(capsule.retrieval_key)
+        assert record is not None
+        assert record.content == (
+            "User: Our sailing boat is called Pelican.\n"
+            "Assistant: Noted: the boat is called Pelican."
+        )
+    finally:
+        await close(store, session)
