@@ -361,8 +361,7 @@ async def test_export_has_no_secrets(
 async def test_closing_the_event_stream_keeps_the_partial_reply(fake_openai: FakeOpenAI) -> None:
     store, session = await open_session(fake_openai)
     try:
-        fake_openai.script(Reply(text="alpha beta gamma delta epsilon", chunk_size=6,
-                                 delay_s=0.05))
+        fake_openai.script(Reply(text="alpha beta gamma delta epsilon", chunk_size=6, delay_s=0.05))
         stream = session.send("greek letters please")
         async for event in stream:
             if isinstance(event, ev.TextDelta):

@@ -61,13 +61,13 @@ def test_conversation_compacts_and_resumes_with_the_same_fullness(
     assert last["memory"]["used"] <= last["memory"]["budget"]
 
     conv_id = last["conversation_id"]
-    export = json.loads(newt_cmd("export", conv_id, "--format", "json",
-                                 home=_isolated_home).stdout)
+    export = json.loads(newt_cmd("export", conv_id, "--format", "json", home=_isolated_home).stdout)
     kinds = [t["kind"] for t in export["turns"]]
     assert kinds.count("turn") == len(TOPICS) and "compaction" in kinds
 
-    resumed = newt_cmd(*base, "-r", conv_id[:8], "-p", "And the goats?", "--json",
-                       home=_isolated_home, timeout=300)
+    resumed = newt_cmd(
+        *base, "-r", conv_id[:8], "-p", "And the goats?", "--json", home=_isolated_home, timeout=300
+    )
     assert resumed.returncode == 0, resumed.stderr
     data = json.loads(resumed.stdout)
     assert data["conversation_id"] == conv_id

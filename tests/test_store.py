@@ -57,8 +57,7 @@ async def test_upgrade_from_previous_version_keeps_data(tmp_path: Path, previous
         "INSERT INTO conversations(id, title, created_at, updated_at) VALUES ('c1', 'old', 1, 2)"
     )
     await db.conn.execute(
-        "INSERT INTO turns(conversation_id, user, assistant, created_at)"
-        " VALUES ('c1', ?, 'hi', 3)",
+        "INSERT INTO turns(conversation_id, user, assistant, created_at) VALUES ('c1', ?, 'hi', 3)",
         (f"hello from v{previous}",),
     )
     await db.close()
