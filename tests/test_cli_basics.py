@@ -2,33 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 from newt import __version__
+from tests.agent_helpers import newt_cmd
 
 
-def run_newt(
-    *args: str, home: Path, env: dict[str, str] | None = None, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    full_env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "NEWT_CONFIG")
-    }
-    full_env["NEWT_HOME"] = str(home)
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "newt", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        input=stdin,
-        timeout=60,
-    )
+def run_newt(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    return newt_cmd(*args, home=home)
 
 
 def test_version_and_help(tmp_path: Path) -> None:
