@@ -88,7 +88,7 @@ class NewtApp(App[None]):
         if theme in self.available_themes:
             self.theme = theme
         elif theme:
-            self.notify(f"Unknown theme {theme!r} in [ui] theme; using the default.")
+            self.notify(f"Unknown theme {theme!r} in [ui] theme; using the default.", markup=False)
         self.push_screen(ConnectingScreen("Starting…"))
         self.start()
 
@@ -184,7 +184,9 @@ class NewtApp(App[None]):
             elif self.continue_latest and await session.continue_latest() is None:
                 self.notify("No saved conversation yet; starting a new one.")
         except Exception as exc:
-            self.notify(describe(exc), title="Could not resume", severity="error", timeout=8)
+            self.notify(
+                describe(exc), title="Could not resume", severity="error", timeout=8, markup=False
+            )
 
     # -- shutdown -----------------------------------------------------------------
 

@@ -321,7 +321,7 @@ class ChatScreen(Screen[None]):
         elif isinstance(event, Compacted):
             outcome.compactions.append(event)
         elif isinstance(event, Notice):
-            self.notify(clean(event.message), title="newt")
+            self.notify(clean(event.message), title="newt", markup=False)
         elif isinstance(event, TurnError):
             outcome.error = event
         elif isinstance(event, TurnDone):
@@ -345,7 +345,7 @@ class ChatScreen(Screen[None]):
 
     def _turn_failed(self, text: str, error: TurnError) -> None:
         message = clean(error.message)
-        self.notify(message, title="The reply failed", severity="error")
+        self.notify(message, title="The reply failed", severity="error", markup=False)
         self.call_later(
             self.log_view.append, ErrorEntry(message, text if error.retryable else None)
         )
@@ -409,4 +409,4 @@ class ChatScreen(Screen[None]):
     @on(Worker.StateChanged)
     def _worker_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.error is not None:
-            self.notify(describe(event.worker.error), severity="error", title="newt")
+            self.notify(describe(event.worker.error), severity="error", title="newt", markup=False)

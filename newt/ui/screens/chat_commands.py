@@ -51,7 +51,7 @@ class ChatCommands:
     async def cmd_resume(self, arg: str) -> None:
         conv = await self.session.resume(arg)
         self.screen.load_conversation()
-        self.screen.notify(f"Resumed “{conv.title or conv.id[:8]}”.", timeout=3)
+        self.screen.notify(f"Resumed “{conv.title or conv.id[:8]}”.", timeout=3, markup=False)
 
     async def cmd_note(self, arg: str) -> None:
         if not arg:
@@ -101,5 +101,5 @@ class ChatCommands:
         text = await self.session.export(fmt)
         path = export_path(conv.title, conv.id, fmt, Path.cwd())
         path.write_text(text, encoding="utf-8")
-        self.screen.notify(f"Exported to {path}", title="Export", timeout=6)
+        self.screen.notify(f"Exported to {path}", title="Export", timeout=6, markup=False)
         self.screen.feedback(f"Exported to {path}")
