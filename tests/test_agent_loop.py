@@ -295,8 +295,9 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         assert log[-1].user == "What was my gym locker code?"
         assert session.last_retention is evidence[0].report
         # the capsules are not part of the conversation: the anchor leaves them out
-        block = evidence_block(evidence[0].report)
-        assert log[-1].tokens_in == 500 - session.estimate_tokens(block)
+        # (estimated when the turn finished; the calibrated estimate moves as it learns)
+        left_out = 500 - (log[-1].tokens_in or 0)
+        assert len(evidence_block(evidence[0].report)) // 8 < left_out < 500
         assert session.memory_status().last_reported == log[-1].tokens_in
     finally:
         await close(store, session)

@@ -14,6 +14,7 @@ import pytest
 from newt.memory import (
     COMPACTION_MARKER,
     RECORD_EXPLANATION,
+    Calibrator,
     MemMessage,
     TokenBudget,
     TokenEstimation,
@@ -283,3 +284,19 @@ async def test_compact_for_makes_room_for_the_next_request() -> None:
     assert p.take_compaction_record() == fallback_record(6)
     assert p.compactions == 1  # one pending record, superseded, not yet taken
     assert await p.compact_for(450) is False  # 102 + 450 cannot fit 500
+
+
+async def test_calibrated_glue_does_not_shrink_the_summarizer_input() -> None:
+    # 30 tokens of glue per prompt-side message must not be charged to every
+    # fragment of the summarizer's input (there it is one message).
+    summarize = Summarizer()
+    p = TokenBudget(4000, 0.5).with_calibration(Calibrator(4.0, 30.0))  # budget 2,000
+    for i in range(8):
+        await p.sync_turn(f"question {i} " + "word " * 40, "reply " * 40, NO_USAGE)
+    assert summarize.inputs == [] and p.compactions == 0  # no summarizer yet
+    p.with_summarizer(summarize)
+    assert await p.compact() is True
+    body = summarize.inputs[0][1].content
+    # 7 turns of ~85 content tokens fit the 1,000-token cap; with 30 tokens of
+    # glue charged to each user, reply and separator, only 5 would.
+    assert OMITTED_NOTE not in body and body.count("User: question") == 7

@@ -31,7 +31,8 @@ def test_add_strips_and_ignores_exact_duplicates() -> None:
     assert book.add_local("  Ada is seven.  ") is True
     assert book.add_local("Ada is seven.") is False  # a no-op, not an error
     assert book.notes == ("Ada is seven.",)
-    assert (book.used_chars, book.limit) == (13, NOTES_CHAR_LIMIT == 2200)
+    assert (book.used_chars, book.limit) == (13, NOTES_CHAR_LIMIT)
+    assert NOTES_CHAR_LIMIT == 2200
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t"])

@@ -118,6 +118,14 @@ def test_create_provider_defaults_to_token_budget() -> None:
     assert PROVIDER_NAMES == ("token_budget", "rolling_window")
 
 
+def test_create_provider_can_calibrate_from_a_cached_ratio() -> None:
+    p = create_provider(
+        "token_budget", context_tokens=8192, threshold_pct=0.8, chars_per_token=3.5, calibrate=True
+    )
+    assert isinstance(p, TokenBudget) and p.calibrator is not None
+    assert p.estimation.chars_per_token == 3.5
+
+
 def test_create_provider_rolling_window() -> None:
     p = create_provider(
         "Rolling_Window", context_tokens=8192, threshold_pct=0.8, chars_per_token=4, max_turns=7

@@ -305,3 +305,24 @@ async def test_crash_after_a_reported_turn_folds_into_the_previous_record() -> N
         restored.usage(),
         restored.build_messages("S", "N"),
     )
+
+
+async def test_a_guard_compaction_persisted_after_its_turn_restores_identically() -> None:
+    """The pre-send guard folds turns before the new turn exists; the app takes
+    the record after sync_turn, so the log holds it after that turn."""
+    live = provider(Summaries())
+    log: list[ConversationTurn] = []
+    await drive(live, log, range(3), reports=True)
+    assert live.compactions == 0
+    user, reply = exchange(3)
+    assert await live.compact_for(400) is True  # a long message is coming
+    assert live.resident_turns() < 3
+    usage = backend_usage(live.build_messages(SYSTEM, user), reply)
+    log.append(ConversationTurn(user, reply, usage.input_tokens, usage.output_tokens))
+    await live.sync_turn(user, reply, TurnMetrics(usage))
+    record = live.take_compaction_record()
+    assert record is not None and live.compactions == 1
+    log.append(ConversationTurn(record, "", None, None, live.resident_turns(), live.usage()[1]))
+    restored = provider(Summaries())
+    restored.restore_turns(log)
+    assert snapshot(restored) == snapshot(live)

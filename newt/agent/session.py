@@ -163,6 +163,8 @@ class ChatSession:
             summarizer=self._summarize,
             notes=self.notes,
             budget_source=self.budget.source,
+            # learn the estimate from the backend's own reports (see newt.memory.calibration)
+            calibrate=True,
         )
         return provider
 

@@ -1,21 +1,32 @@
 """newt's memory: what of a conversation the model sees.
 
-Public names follow DESIGN.md section 2. The agent uses a provider like this:
+Public names follow DESIGN.md section 2. How the agent drives a provider:
 
     provider = create_provider(cfg.provider, context_tokens=res.context_tokens,
                                threshold_pct=cfg.threshold_pct,
-                               chars_per_token=cfg.chars_per_token,
+                               chars_per_token=cached_ratio or cfg.chars_per_token,
                                budget_source=res.source, summarizer=summarize,
-                               notes=await NoteBook.load(store.notes))
+                               notes=notebook, calibrate=True)
+    # resume: the durable log in order (pending/failed turns are skipped)
     provider.restore_turns(conversation_turns_from_log(await store.turns.for_conversation(cid)))
+
     messages = provider.build_messages(system_prompt, user_text)
-    await provider.compact_for(estimated_request_tokens, limit=live_ceiling)  # pre-send guard
-    ... stream the reply ...
+    # pre-send guard: the new message, anything sent once and the reply reserve
+    await provider.compact_for(provider.tokens_for(user_text) + reserve, limit=live_ceiling)
+    ... stream the reply (build_messages again if the guard folded turns) ...
+    # usage.input_tokens must describe the build_messages() prompt: subtract
+    # what rode along once (recall capsules)
     await provider.sync_turn(user_text, reply, TurnMetrics(Usage(prompt, completion)))
-    # persist the turn, then the record (if any) with the provider's figures:
+    # persist the turn, then the record (if the guard or sync_turn minted one):
     if (record := provider.take_compaction_record()) is not None:
         await store.turns.add_compaction(cid, record, resident_turns=provider.resident_turns(),
                                          used_after=provider.usage()[1])
+    # /compact [focus]: await provider.compact(focus), then persist the same way.
+    # calibration: persist provider.learned_chars_per_token into the capability
+    # cache's chars_per_token; seed the next session with it.
+
+Notes go through the NoteBook's async methods (`await notebook.add(store.notes,
+text)`); a provider's sync add_note & co change the in-memory notebook only.
 """
 
 from newt.memory.calibration import CalibratedEstimation, Calibrator, pieces

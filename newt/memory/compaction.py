@@ -60,8 +60,7 @@ def is_record(text: str) -> bool:
 def record_summary(record: str) -> str:
     """The summary inside a record (tolerates a record not written by us)."""
     body = record.removeprefix(_HEAD) if record.startswith(_HEAD) else record
-    if not record.startswith(_HEAD):
-        body = body.removeprefix(COMPACTION_MARKER)
+    body = body.removeprefix(COMPACTION_MARKER)
     return body.removesuffix(_TAIL).removesuffix(COMPACTION_END).strip()
 
 

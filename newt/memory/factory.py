@@ -22,12 +22,16 @@ def create_provider(
     notes: NoteBook | None = None,
     budget_source: str = "default",
     max_turns: int = DEFAULT_MAX_TURNS,
+    calibrate: bool = False,
 ) -> MemoryProvider:
     """Build the provider named by `[memory] provider` (token_budget by default).
 
     `context_tokens` is the caller's resolved context size (see
     newt.backend.capabilities.resolve_budget) and `budget_source` the source
-    that won; rolling_window ignores the token settings and keeps `max_turns`.
+    that won. `calibrate` learns the token estimate from the backend's reports
+    starting from `chars_per_token` (see calibration.py); off, estimates are
+    DESIGN.md's plain chars / chars_per_token. rolling_window ignores the
+    token settings and keeps `max_turns`.
     """
     key = (name or DEFAULT_PROVIDER).strip().lower()
     if key == "token_budget":
@@ -37,6 +41,8 @@ def create_provider(
             .with_estimation(TokenEstimation(chars_per_token))
             .with_summarizer(summarizer)
         )
+        if calibrate:
+            provider.set_chars_per_token(chars_per_token)
         provider.with_notes(notes)
         return provider
     if key == "rolling_window":

@@ -57,7 +57,7 @@ class BaseProvider:
         self.notes = notebook
         return self
 
-    def system_prompt(self, system_prompt: str) -> str:
+    def compose_system_prompt(self, system_prompt: str) -> str:
         """The system message: the caller's prompt plus system_prompt_block()."""
         block = self.system_prompt_block()
         if not block:

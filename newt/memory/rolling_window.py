@@ -24,7 +24,7 @@ class RollingWindow(BaseProvider):
         self._turns: list[tuple[str, str]] = []
 
     def build_messages(self, system_prompt: str, new_task: str) -> list[MemMessage]:
-        messages = [MemMessage("system", self.system_prompt(system_prompt))]
+        messages = [MemMessage("system", self.compose_system_prompt(system_prompt))]
         for user, assistant in self._turns:
             messages.append(MemMessage("user", user))
             if assistant:

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Self
 
-from newt.memory.calibration import Calibrator
+from newt.memory.calibration import CalibratedEstimation, Calibrator, PromptShape
 from newt.memory.compaction import (
     RECORD_SHARE,
     SUMMARIZER_INPUT_SHARE,
@@ -108,6 +108,23 @@ class TokenBudget(BaseProvider):
         self.calibrator = calibrator or Calibrator.from_estimation(self._estimation)
         return self
 
+    def set_chars_per_token(self, ratio: float) -> None:
+        """Turn calibration on, starting from a ratio learned earlier for this
+        model (the capability cache's `chars_per_token`)."""
+        self.with_calibration(Calibrator(float(ratio)))
+
+    @property
+    def learned_chars_per_token(self) -> float | None:
+        """The calibrated ratio once a report shaped it (to persist), else None."""
+        if self.calibrator is None or self.calibrator.observations == 0:
+            return None
+        return self.calibrator.chars_per_token
+
+    def tokens_for(self, text: str) -> int:
+        """The estimate in force for one prompt-side message (e.g. the next
+        user message, for the pre-send guard)."""
+        return self.estimation.tokens_for(text)
+
     # -- conversation state ----------------------------------------------------
 
     def reset(self) -> None:
@@ -118,7 +135,9 @@ class TokenBudget(BaseProvider):
         self._pending: str | None = None
         self._compactions = 0
         self._total_turns = 0
-        self._last_prompt: list[str] | None = None
+        self._last_prompt: PromptShape | None = None
+        if self.calibrator is not None:
+            self.calibrator.new_conversation()
 
     @property
     def used(self) -> int:
@@ -168,15 +187,28 @@ class TokenBudget(BaseProvider):
     def _tokens(self, text: str) -> int:
         return self.estimation.tokens_for(text)
 
+    def _content_estimation(self) -> Estimator:
+        """For pieces of a message (summarizer input, summary cap): no glue."""
+        if self.calibrator is None:
+            return self._estimation
+        return CalibratedEstimation(self.calibrator.chars_per_token)
+
     def _reply(self, turn: _Turn) -> int:
-        # With calibration on, a reply the backend counted costs that count
-        # plus the learned per-message overhead; otherwise DESIGN.md's rule.
-        if self.calibrator is not None and turn.reply_tokens is not None and turn.assistant:
-            return self.calibrator.estimation.measured(turn.reply_tokens)
-        return self._tokens(turn.assistant)
+        """What a reply adds when it is written: DESIGN.md's tokens_for, or
+        calibrated, its content only (the backend's completion count when
+        reported); its glue comes with the next message (calibration.py)."""
+        if self.calibrator is None:
+            return self._tokens(turn.assistant)
+        if turn.reply_tokens is not None and turn.assistant:
+            return turn.reply_tokens
+        return self.calibrator.estimation.content_tokens(turn.assistant)
 
     def _est(self, turn: _Turn) -> int:
-        return self._tokens(turn.user) + self._reply(turn)
+        """A turn's share of the prompt: what folding it away takes out."""
+        est = self._tokens(turn.user) + self._reply(turn)
+        if self.calibrator is not None and turn.assistant:
+            est += math.ceil(self.calibrator.per_reply_tokens)
+        return est
 
     def _fallback_sum(self) -> int:
         head = self._tokens(self._record) if self._record is not None else 0
@@ -185,7 +217,7 @@ class TokenBudget(BaseProvider):
     # -- messages ----------------------------------------------------------
 
     def build_messages(self, system_prompt: str, new_task: str) -> list[MemMessage]:
-        messages = [MemMessage("system", self.system_prompt(system_prompt))]
+        messages = [MemMessage("system", self.compose_system_prompt(system_prompt))]
         if self._record is not None:
             messages.append(MemMessage("user", self._record))
         for turn in self._turns:
@@ -194,8 +226,13 @@ class TokenBudget(BaseProvider):
                 messages.append(MemMessage("assistant", turn.assistant))
         messages.append(MemMessage("user", new_task))
         # Remembered so calibration can pair it with the next usage report.
-        self._last_prompt = [m.content for m in messages]
+        self._remember_prompt(messages)
         return messages
+
+    def _remember_prompt(self, messages: list[MemMessage]) -> None:
+        if self.calibrator is not None:
+            replies = [t.reply_tokens for t in self._turns if t.assistant]
+            self._last_prompt = PromptShape.of(messages, replies)
 
     # -- turns -------------------------------------------------------------
 
@@ -205,13 +242,9 @@ class TokenBudget(BaseProvider):
         self._turns.append(turn)
         self._total_turns += 1
         if usage is not None:
-            if self.calibrator is not None:
-                self.calibrator.observe_turn(
-                    prompt=self._last_prompt,
-                    prompt_tokens=usage.input_tokens,
-                    reply=assistant,
-                    reply_tokens=usage.output_tokens,
-                )
+            if self.calibrator is not None and self._last_prompt is not None:
+                self.calibrator.observe_prompt(self._last_prompt, usage.input_tokens)
+                self._last_prompt = None
             self._anchor = usage.input_tokens
             self._delta = self._reply(turn)  # the reply is not in that report yet
         else:
@@ -314,16 +347,16 @@ class TokenBudget(BaseProvider):
             extracted = await self.on_pre_compress(_as_messages(removed))
         except Exception:
             logger.warning("on_pre_compress failed; summarizing without it", exc_info=True)
-        messages = summarizer_input(
-            asset_text(COMPACTION_PROMPT_ASSET),
-            previous,
-            pairs,
-            cap_tokens=int(self.budget * SUMMARIZER_INPUT_SHARE),
-            est=self.estimation,
-            focus=focus,
-            extracted=extracted,
-        )
         try:
+            messages = summarizer_input(
+                asset_text(COMPACTION_PROMPT_ASSET),
+                previous,
+                pairs,
+                cap_tokens=int(self.budget * SUMMARIZER_INPUT_SHARE),
+                est=self._content_estimation(),
+                focus=focus,
+                extracted=extracted,
+            )
             summary = (await self.summarizer(messages)).strip()
         except Exception:
             # A failed summary must never lose the turn or break the loop.
@@ -331,7 +364,7 @@ class TokenBudget(BaseProvider):
             return fallback
         if not summary:
             return fallback
-        return cap_summary(summary, self._record_cap(), self.estimation)
+        return cap_summary(summary, self._record_cap(), self._content_estimation())
 
     # -- restore -----------------------------------------------------------
 
@@ -359,7 +392,10 @@ class TokenBudget(BaseProvider):
             keep = max(0, record.resident_turns or 0)
             before = before[max(0, len(before) - keep) :] if keep else []
             after = list(turns[last + 1 :])
-        self._turns = [_Turn(t.user, t.assistant, t.tokens_out) for t in (*before, *after)]
+        self._turns = [
+            _Turn(t.user, t.assistant, t.tokens_out if t.tokens_in is not None else None)
+            for t in (*before, *after)
+        ]
 
         reported = max((i for i, t in enumerate(after) if t.tokens_in is not None), default=None)
         if reported is not None:

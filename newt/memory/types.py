@@ -35,8 +35,9 @@ class TurnMetrics:
 class ConversationTurn:
     """One entry of the durable log as a provider sees it.
 
-    A compaction record is a turn whose `user` starts with COMPACTION_MARKER and
-    whose `assistant` is empty; only records carry `resident_turns`/`used_after`.
+    A compaction record has an empty `assistant` and a `user` that starts with
+    COMPACTION_MARKER; only records carry `resident_turns`/`used_after` (so
+    either tells one apart).
     """
 
     user: str
@@ -48,7 +49,9 @@ class ConversationTurn:
 
     @property
     def is_compaction(self) -> bool:
-        return self.assistant == "" and self.user.startswith(COMPACTION_MARKER)
+        return self.assistant == "" and (
+            self.user.startswith(COMPACTION_MARKER) or self.resident_turns is not None
+        )
 
 
 @dataclass
