@@ -215,7 +215,7 @@ def test_ctrl_c_keeps_the_partial_reply(fake_openai: FakeOpenAI, _isolated_home:
         code = proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
-        raise AssertionError(f"newt did not exit after Ctrl-C: {proc.communicate()[1]!r}")
+        raise AssertionError(f"newt did not exit after Ctrl-C: {proc.communicate()[1]!r}") from None
     assert code == 130
     con = sqlite3.connect(_isolated_home / "newt.db")
     user, assistant, status = con.execute("SELECT user, assistant, status FROM turns").fetchone()
