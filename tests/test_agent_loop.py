@@ -409,3 +409,23 @@ async def test_resident_turns_are_not_recalled_but_pruned_ones_are(
         )
     finally:
         await close(store, session)
+
+
+async def test_learned_estimate_is_kept_per_model(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        for i in range(3):
+            fake_openai.script(Reply(text=f"reply number {i} with some words"))
+            await run_turn(session, f"question {i}: how are the tokens counted here?")
+        cap = await store.capabilities.get(session.base_url, session.model)
+        assert cap is not None and cap.chars_per_token is not None
+        learned = cap.chars_per_token
+    finally:
+        await close(store, session)
+    store, session = await open_session(fake_openai)
+    try:
+        # a new session starts from the ratio learned for this model
+        calibrator = session.provider.calibrator  # type: ignore[attr-defined]
+        assert calibrator.chars_per_token == learned
+    finally:
+        await close(store, session)
