@@ -198,6 +198,10 @@ def test_sigkill_mid_stream_leaves_a_clean_database(
     assert result.returncode == 0 and result.stdout == "carrying on\n"
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_keeps_the_partial_reply(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
     fake_openai.script(Reply(text="word " * 200, chunk_size=5, delay_s=0.05))
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
@@ -207,6 +211,9 @@ def test_ctrl_c_keeps_the_partial_reply(fake_openai: FakeOpenAI, _isolated_home:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
+        # a shell running us in the background ignores SIGINT, and children
+        # inherit that; a user's terminal delivers it, so restore the default
+        preexec_fn=_default_sigint,
     )
     assert proc.stdout is not None
     assert proc.stdout.read(10)
