@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fake_openai"]
+pytest_plugins = ["tests.fake_openai", "tests.llama_server"]
 
 
 @pytest.fixture(autouse=True)

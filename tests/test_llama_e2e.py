@@ -25,7 +25,6 @@ from newt.store import Store
 if TYPE_CHECKING:
     from tests.llama_server import LlamaServer
 
-pytest_plugins = ["tests.llama_server"]
 pytestmark = pytest.mark.llama
 
 # Prose, code, JSON and accented text: chars/4 is a poor guess for these.
