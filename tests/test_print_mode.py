@@ -52,7 +52,7 @@ def test_json_output(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
     assert data["memory"]["source"] == "backend"  # the fake server's /props n_ctx
     assert data["memory"]["budget"] == int(4096 * 0.8)
     assert isinstance(data["retained_evidence"], dict)
-    assert data["compactions"] == []
+    assert data["compactions"] == [] and data["error"] is None
     assert len(data["conversation_id"]) == 32
 
 
@@ -135,6 +135,17 @@ def test_backend_down_keeps_message_and_exits_one(_isolated_home: Path) -> None:
     rows = con.execute("SELECT user, status FROM turns").fetchall()
     con.close()
     assert rows == [("are you there?", "failed")]
+
+
+def test_json_reports_the_error_too(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
+    (_isolated_home / "config.toml").write_text("[backend]\nmax_retries = 0\n")
+    fake_openai.script(ErrorReply(401, {"error": {"message": "bad key"}}))
+    result = newt_cmd(*args(fake_openai, "-p", "hello", "--json"), home=_isolated_home)
+    assert result.returncode == 1
+    data = json.loads(result.stdout)
+    assert data["status"] == "failed" and data["reply"] == ""
+    assert data["error"]["kind"] == "AuthenticationError" and not data["error"]["retryable"]
+    assert ".. " not in result.stderr and "newt -c -p" in result.stderr
 
 
 def test_server_errors_exit_one(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:

@@ -78,10 +78,9 @@ async def _one_turn(
         out.write(sanitizer.flush() + "\n")
     if error is not None:
         conv = session.conversation
-        hint = " Your message is saved; retry with `newt -c -p ...`" if conv else ""
-        err.write(f"newt: error: {error.message}.{hint}\n")
+        hint = " Your message is saved; retry with `newt -c -p ...`." if conv else ""
+        err.write(f"newt: error: {error.message.rstrip('. ')}.{hint}\n")
         err.flush()
-        return 1
     if as_json:
         status = session.memory_status()
         usage = done.usage if done else None
@@ -109,6 +108,9 @@ async def _one_turn(
                 "resident_turns": resumed.resident_turns,
             },
             "retained_evidence": dump_report(session.last_retention),
+            "error": None
+            if error is None
+            else {"message": error.message, "kind": error.kind, "retryable": error.retryable},
             "compactions": [
                 {"reason": c.reason, "resident_turns": c.resident_turns, "used_after": c.used_after}
                 for c in compactions
@@ -116,4 +118,4 @@ async def _one_turn(
         }
         out.write(json.dumps(payload, ensure_ascii=False) + "\n")
     out.flush()
-    return 0
+    return 0 if error is None else 1
