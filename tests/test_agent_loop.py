@@ -429,3 +429,19 @@ async def test_learned_estimate_is_kept_per_model(fake_openai: FakeOpenAI) -> No
         assert calibrator.chars_per_token == learned
     finally:
         await close(store, session)
+
+
+async def test_malformed_stream_keeps_the_partial_reply(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(
+            Reply(text="first part, then garbage", chunk_size=5, malformed_at_chunk=3)
+        )
+        events = await run_turn(session, "go")
+        errors = [e for e in events if isinstance(e, ev.TurnError)]
+        assert errors and errors[0].kind == "MalformedStreamError"
+        assert done_of(events).status == "interrupted"
+        log = await session.history()
+        assert log[-1].status == "interrupted" and log[-1].assistant == "first part, the"
+    finally:
+        await close(store, session)

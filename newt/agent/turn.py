@@ -92,9 +92,15 @@ class TurnRunner:
             await asyncio.shield(self._finish(turn_id, "interrupted"))
             raise
         except BackendError as exc:
-            await s.store.turns.fail(turn_id, exc.message)
             yield ev.TurnError(exc.message, exc.retryable, type(exc).__name__)
-            yield ev.TurnDone(turn_id, p.reply, "failed", p.usage(), p.compactions)
+            if p.reply:
+                # e.g. a malformed chunk mid-reply: keep what arrived, like a cancel
+                for compacted in await self._finish(turn_id, "interrupted"):
+                    yield compacted
+                yield ev.TurnDone(turn_id, p.reply, "interrupted", p.usage(), p.compactions)
+            else:
+                await s.store.turns.fail(turn_id, exc.message)
+                yield ev.TurnDone(turn_id, p.reply, "failed", p.usage(), p.compactions)
             return
         status = "interrupted" if p.interrupted else "complete"
         for compacted in await self._finish(turn_id, status):
