@@ -292,3 +292,23 @@ def test_local_without_a_binary_says_how_to_get_one(tmp_path: Path, _isolated_ho
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "get_llama_server.sh" in result.stderr
+
+
+def test_error_bodies_and_exports_carry_no_escape_sequences(
+    fake_openai: FakeOpenAI, _isolated_home: Path
+) -> None:
+    (_isolated_home / "config.toml").write_text("[backend]\nmax_retries = 0\n")
+    fake_openai.script(ErrorReply(400, {"error": {"message": "bad \x1b]0;PWNED\x07\x1b[31mred"}}))
+    result = newt_cmd(*args(fake_openai, "-p", "hi"), home=_isolated_home)
+    assert result.returncode == 1
+    assert "\x1b" not in result.stderr and "bad red" in result.stderr
+    fake_openai.script(Reply(text="copy \x1b]52;c;cm0gLXJmIH4=\x07this \x9b2Jnow"))
+    first = newt_cmd(*args(fake_openai, "-c", "-p", "hi again", "--json"), home=_isolated_home)
+    assert "\x1b" not in first.stdout and "\x9b" not in first.stdout
+    conv_id = json.loads(first.stdout)["conversation_id"]
+    md = newt_cmd("export", conv_id, home=_isolated_home).stdout
+    assert "copy this now" in md and "\x1b" not in md and "\x9b" not in md
+    js = newt_cmd("export", conv_id, "--format", "json", home=_isolated_home).stdout
+    assert "\x1b" not in js and "\x9b" not in js
+    # the JSON export keeps the stored text verbatim, as escapes
+    assert json.loads(js)["turns"][-1]["assistant"].startswith("copy \x1b]52;")

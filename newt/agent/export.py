@@ -78,9 +78,12 @@ async def export_conversation(store: Store, conv: Conversation, fmt: str) -> str
                 for t in turns
             ],
         }
-        return json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+        # ASCII-only: control characters become \\u escapes, so the data stays
+        # verbatim but nothing in it can act on a terminal
+        return json.dumps(payload, indent=2) + "\n"
     head = (
         f"# {conv.title or 'Conversation'}\n\n*{conv.id} · {conv.model or 'unknown model'} · "
         f"{_when(conv.created_at)}*\n\n"
     )
-    return head + "\n".join(_turn_md(t) for t in turns)
+    # Markdown is read in terminals and editors: model text loses escape sequences
+    return strip_terminal_escapes(head + "\n".join(_turn_md(t) for t in turns))

@@ -67,7 +67,7 @@ async def _one_turn(
                 out.flush()
                 wrote_any = True
         elif isinstance(event, ev.Notice):
-            err.write(f"newt: {event.message}\n")
+            err.write(f"newt: {strip_terminal_escapes(event.message)}\n")
         elif isinstance(event, ev.Compacted):
             compactions.append(event)
         elif isinstance(event, ev.TurnError):
@@ -79,7 +79,8 @@ async def _one_turn(
     if error is not None:
         conv = session.conversation
         hint = " Your message is saved; retry with `newt -c -p ...`." if conv else ""
-        err.write(f"newt: error: {error.message.rstrip('. ')}.{hint}\n")
+        message = strip_terminal_escapes(error.message).rstrip(". ")
+        err.write(f"newt: error: {message}.{hint}\n")
         err.flush()
     if as_json:
         status = session.memory_status()
@@ -116,6 +117,8 @@ async def _one_turn(
                 for c in compactions
             ],
         }
-        out.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        # ASCII-only JSON: excerpts quote stored model text, and a raw C1 control
+        # character would reach the terminal; \\u escapes keep the data intact
+        out.write(json.dumps(payload) + "\n")
     out.flush()
     return 0 if error is None else 1

@@ -36,6 +36,7 @@ from newt.backend.errors import (
     ToolsUnsupportedError,
 )
 from newt.backend.retry import is_retryable_status, parse_retry_after
+from newt.text import strip_terminal_escapes
 
 _DETAIL_LIMIT = 300
 
@@ -111,6 +112,8 @@ def classify_error(
     message, code, kind, fields = _parse_body(body)
     if secret:
         message = message.replace(secret, "[redacted]")
+    # the body is the server's text: it must not carry escape sequences to a terminal
+    message = strip_terminal_escapes(message)
     detail = _shorten(message)
     suffix = f": {detail}" if detail else ""
     label = f"HTTP {status}" if status is not None else "reported in the stream"

@@ -86,7 +86,7 @@ class PickerScreen(ModalScreen[str | None]):
             options.highlighted = 0
         noun = "conversation" if len(found) == 1 else "conversations"
         status.update(
-            f"{len(found)} {noun}" + (f" matching “{text}”" if text.strip() else "")
+            Content(f"{len(found)} {noun}" + (f" matching “{text}”" if text.strip() else ""))
             if found
             else ("No conversation matches." if text.strip() else "No saved conversations yet.")
         )

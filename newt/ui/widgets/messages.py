@@ -8,6 +8,7 @@ full `update()` at the end repairs any block that was cut mid-way.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from rich.markdown import Markdown as RichMarkdown
 from textual import on
@@ -107,11 +108,15 @@ class ToolCallBlock(Collapsible):
     def __init__(self, call: ToolCall) -> None:
         self.call = call
         self._body = Static(Content(_tool_body(call)), classes="tool-body")
-        super().__init__(self._body, title=_tool_title(call), collapsed=True, classes="tool")
+        # Content, not str: a str title is parsed as markup, and the arguments come
+        # from the model ("[@click=app.quit]" would become a live action link)
+        title: Any = Content(_tool_title(call))
+        super().__init__(self._body, title=title, collapsed=True, classes="tool")
         self.set_class(call.error, "-error")
 
     def refresh_call(self) -> None:
-        self.title = _tool_title(self.call)
+        title: Any = Content(_tool_title(self.call))
+        self.title = title
         self._body.update(Content(_tool_body(self.call)))
         self.set_class(self.call.error, "-error")
 
