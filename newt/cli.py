@@ -138,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 base_url, model = server.base_url, model or server.model_name
             config = load_config(args.config, base_url=base_url, model=model)
+            if args.local is not None:
+                config.api_key = None  # our own llama-server needs no key; never send one
             if args.command == "list":
                 return asyncio.run(cmd_list(config, stdout))
             if args.command == "export":

@@ -249,7 +249,13 @@ def load_config(
     if model:
         cfg.backend.model = model
     cfg.backend.base_url = cfg.backend.base_url.rstrip("/")
-    cfg.api_key = environ.get(cfg.backend.api_key_env) or environ.get("OPENAI_API_KEY") or None
+    if cfg.backend.base_url and not cfg.backend.base_url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"backend.base_url {cfg.backend.base_url!r} is not an http(s) URL "
+            "(e.g. http://127.0.0.1:8080/v1)"
+        )
+    # only the variable the config names: never send an OpenAI key to another server
+    cfg.api_key = environ.get(cfg.backend.api_key_env) or None
     return cfg
 
 

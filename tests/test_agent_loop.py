@@ -11,6 +11,7 @@ import pytest
 from newt.agent import events as ev
 from newt.agent.session import ChatSession
 from newt.agent.turn import evidence_block
+from newt.memory import COMPACTION_MARKER
 from newt.store import Store
 from tests.agent_helpers import done_of, make_config, reply_of, run_turn
 from tests.fake_openai import (
@@ -443,5 +444,56 @@ async def test_malformed_stream_keeps_the_partial_reply(fake_openai: FakeOpenAI)
         assert done_of(events).status == "interrupted"
         log = await session.history()
         assert log[-1].status == "interrupted" and log[-1].assistant == "first part, the"
+    finally:
+        await close(store, session)
+
+
+async def test_pre_send_guard_compacts_before_a_prompt_that_would_not_fit(
+    fake_openai: FakeOpenAI,
+) -> None:
+    config = "[memory]\ncontext_tokens = 2048\n[recall]\nretained_token_budget = 0\n"
+    store, session = await open_session(fake_openai, config)
+    try:
+        for i in range(4):
+            fake_openai.script(Reply(text=f"answer {i} " + "lorem ipsum " * 40))
+            await run_turn(session, f"question {i} " + "dolor sit amet " * 30)
+        assert session.memory_status().compactions == 0
+        before = len(fake_openai.chat_requests[-1].body["messages"])
+        fake_openai.script(Reply(text="Summary of the four earlier questions."), Reply(text="ok"))
+        events = await run_turn(session, "please read this long text: " + "word " * 1200)
+        compacted = [e for e in events if isinstance(e, ev.Compacted)]
+        assert [c.reason for c in compacted] == ["guard"]
+        sent = fake_openai.chat_requests[-1].body["messages"]
+        assert len(sent) < before and sent[1]["content"].startswith(COMPACTION_MARKER)
+        log = await session.history()
+        # the record follows the turn it was made for, as restore expects
+        assert [t.kind for t in log[-2:]] == ["turn", "compaction"]
+    finally:
+        await close(store, session)
+
+
+async def test_overflow_in_a_later_tool_round_retries_afresh(fake_openai: FakeOpenAI) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(Reply(text="earlier"), Reply(text="earlier again"))
+        await run_turn(session, "one")
+        await run_turn(session, "two")
+        fake_openai.script(
+            Reply(
+                text="",
+                prompt_tokens=900,
+                tool_calls=[{"name": "recall_memory", "arguments": {"query": "x"}}],
+            ),
+            llama_server_overflow(prompt_tokens=5000, context_window=4096),
+            Reply(text="Summary."),  # the summarizer
+            Reply(text="final answer", prompt_tokens=300, completion_tokens=2),
+        )
+        events = await run_turn(session, "three")
+        assert done_of(events).status == "complete"
+        log = await session.history()
+        turn = [t for t in log if t.kind == "turn"][-1]
+        # usage and tool events are those of the attempt that succeeded
+        assert (turn.tokens_in, turn.tokens_out, turn.tool_events) == (300, 2, [])
+        assert turn.assistant == "final answer"
     finally:
         await close(store, session)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,15 @@ def test_save_to_a_new_file_starts_from_the_template(tmp_path: Path) -> None:
 def test_api_keys_are_never_saved(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         save_settings(tmp_path / "c.toml", {"backend": {"api_key": "sk-1"}})
+
+
+def test_the_key_comes_only_from_the_named_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    cfg = load_config()
+    assert cfg.api_key == "sk-openai"
+    home = Path(os.environ["NEWT_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[backend]\napi_key_env = "MY_KEY"\n')
+    assert load_config().api_key is None
+    monkeypatch.setenv("MY_KEY", "sk-mine")
+    assert load_config().api_key == "sk-mine"

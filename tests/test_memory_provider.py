@@ -146,3 +146,35 @@ def test_memory_does_not_import_textual() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_provider_with_only_the_seed_methods_is_a_memory_provider() -> None:
+    from newt.memory import CompactingProvider, MemoryProvider, TokenBudget
+    from newt.memory.provider import BaseProvider
+
+    seed = [
+        "name",
+        "build_messages",
+        "sync_turn",
+        "reset",
+        "restore_turns",
+        "usage",
+        "initialize",
+        "system_prompt_block",
+        "prefetch",
+        "take_compaction_record",
+        "on_pre_compress",
+        "on_session_end",
+        "add_note",
+        "replace_note",
+        "remove_note",
+        "resident_turns",
+    ]
+    budget = TokenBudget()
+    # a third-party provider written against the seed alone (no compact/compact_for)
+    minimal = type(
+        "Minimal", (), {m: getattr(BaseProvider, m, None) or getattr(TokenBudget, m) for m in seed}
+    )()
+    assert isinstance(minimal, MemoryProvider)
+    assert not isinstance(minimal, CompactingProvider)
+    assert isinstance(budget, CompactingProvider)

@@ -312,3 +312,24 @@ def test_error_bodies_and_exports_carry_no_escape_sequences(
     assert "\x1b" not in js and "\x9b" not in js
     # the JSON export keeps the stored text verbatim, as escapes
     assert json.loads(js)["turns"][-1]["assistant"].startswith("copy \x1b]52;")
+
+
+def test_cut_off_stream_is_kept_but_exits_one(
+    fake_openai: FakeOpenAI, _isolated_home: Path
+) -> None:
+    fake_openai.script(Reply(text="half of a long answer", chunk_size=4, disconnect_after_chunks=3))
+    result = newt_cmd(*args(fake_openai, "-p", "tell me"), home=_isolated_home)
+    assert result.returncode == 1 and "cut off" in result.stderr
+    assert result.stdout == "half of a lo\n"
+    con = sqlite3.connect(_isolated_home / "newt.db")
+    row = con.execute("SELECT assistant, status FROM turns").fetchone()
+    con.close()
+    assert row == ("half of a lo", "interrupted")
+
+
+def test_bad_base_url_is_a_usage_error(_isolated_home: Path) -> None:
+    result = newt_cmd(
+        "--base-url", "localhost:8080", "--model", MODEL, "-p", "hi", home=_isolated_home
+    )
+    assert result.returncode == 2 and "not an http(s) URL" in result.stderr
+    assert not (_isolated_home / "newt.db").exists()  # refused before anything was stored

@@ -121,4 +121,9 @@ async def _one_turn(
         # character would reach the terminal; \\u escapes keep the data intact
         out.write(json.dumps(payload) + "\n")
     out.flush()
+    if error is None and done is not None and done.status == "interrupted":
+        # the stream was cut off: the partial reply is printed and saved, but a
+        # script must be able to tell it from a whole one
+        err.write("newt: error: the reply was cut off; the partial reply is saved.\n")
+        return 1
     return 0 if error is None else 1

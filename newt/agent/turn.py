@@ -14,6 +14,8 @@ them and that is remembered. Cancelling keeps the partial reply (interrupted).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -30,6 +32,8 @@ from newt.store import make_title
 
 if TYPE_CHECKING:
     from newt.agent.session import ChatSession
+
+log = logging.getLogger(__name__)
 
 # Tokens kept free for the reply when checking that a prompt fits.
 REPLY_RESERVE_MAX = 1024
@@ -74,7 +78,7 @@ class TurnRunner:
     # -------------------------------------------------------------- the turn
 
     async def run(self) -> AsyncGenerator[ev.AgentEvent, None]:
-        s, p = self.s, self.p
+        s = self.s
         conv = await s.ensure_conversation()
         turn_id = await s.store.turns.add_pending(conv.id, self.text)
         if not conv.title:
@@ -93,22 +97,34 @@ class TurnRunner:
             raise
         except BackendError as exc:
             yield ev.TurnError(exc.message, exc.retryable, type(exc).__name__)
-            if p.reply:
+            if self.p.reply:
                 # e.g. a malformed chunk mid-reply: keep what arrived, like a cancel
                 for compacted in await self._finish(turn_id, "interrupted"):
                     yield compacted
-                yield ev.TurnDone(turn_id, p.reply, "interrupted", p.usage(), p.compactions)
+                yield ev.TurnDone(
+                    turn_id, self.p.reply, "interrupted", self.p.usage(), self.p.compactions
+                )
             else:
                 await s.store.turns.fail(turn_id, exc.message)
-                yield ev.TurnDone(turn_id, p.reply, "failed", p.usage(), p.compactions)
+                yield ev.TurnDone(
+                    turn_id, self.p.reply, "failed", self.p.usage(), self.p.compactions
+                )
             return
-        status = "interrupted" if p.interrupted else "complete"
+        except Exception as exc:  # a bug or a storage failure: report it, keep the words
+            message = f"newt hit an unexpected error ({type(exc).__name__}: {exc})"
+            log.debug("turn failed", exc_info=True)  # never a traceback on the screen
+            with contextlib.suppress(Exception):
+                await s.store.turns.fail(turn_id, message)
+            yield ev.TurnError(message, False, type(exc).__name__)
+            yield ev.TurnDone(turn_id, self.p.reply, "failed", self.p.usage(), self.p.compactions)
+            return
+        status = "interrupted" if self.p.interrupted else "complete"
         for compacted in await self._finish(turn_id, status):
             yield compacted
-        usage = p.usage()
+        usage = self.p.usage()
         if usage is not None:
             yield usage
-        yield ev.TurnDone(turn_id, p.reply, status, usage, p.compactions)
+        yield ev.TurnDone(turn_id, self.p.reply, status, usage, self.p.compactions)
 
     async def _finish(self, turn_id: int, status: str) -> list[ev.Compacted]:
         """Persist the turn, then tell the provider, then persist any compaction record."""
@@ -183,10 +199,11 @@ class TurnRunner:
                     f"the prompt did not fit the model's context ({exc.message}); "
                     "compacting and retrying"
                 )
-                if await self._shrink_after_overflow(exc):
-                    p.compact_reason = "overflow"
+                reason = "overflow" if await self._shrink_after_overflow(exc) else p.compact_reason
+                # start the attempt afresh: usage, tool events and text of the
+                # failed attempt describe a prompt that no longer exists
+                self.p = p = _Progress(evidence=p.evidence, compact_reason=reason)
                 messages = self._build()
-                p.reply = ""
 
     # ------------------------------------------------------------ fitting in
 
