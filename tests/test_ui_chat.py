@@ -174,7 +174,7 @@ async def test_tool_calls_show_as_collapsible_blocks() -> None:
         block = screen.query_one(ToolCallBlock)
         assert block.collapsed
         assert block.call.result == "saved note"
-        assert "✓ save_note" in block.title
+        assert "✓ save_note" in str(block.title)
 
 
 async def test_slash_menu_completes_and_runs() -> None:
