@@ -152,24 +152,7 @@ def test_a_provider_with_only_the_seed_methods_is_a_memory_provider() -> None:
     from newt.memory import CompactingProvider, MemoryProvider, TokenBudget
     from newt.memory.provider import BaseProvider
 
-    seed = [
-        "name",
-        "build_messages",
-        "sync_turn",
-        "reset",
-        "restore_turns",
-        "usage",
-        "initialize",
-        "system_prompt_block",
-        "prefetch",
-        "take_compaction_record",
-        "on_pre_compress",
-        "on_session_end",
-        "add_note",
-        "replace_note",
-        "remove_note",
-        "resident_turns",
-    ]
+    seed = ["name", *PROTOCOL_METHODS]
     budget = TokenBudget()
     # a third-party provider written against the seed alone (no compact/compact_for)
     minimal = type(

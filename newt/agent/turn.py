@@ -26,7 +26,7 @@ from newt.agent.tools import MAX_TOOL_ROUNDS, TOOL_SCHEMAS, run_tool, tool_call_
 from newt.agent.toolset import tool_handlers
 from newt.backend.client import ChatResult, TextDelta
 from newt.backend.errors import BackendError, ContextLengthExceededError, ToolsUnsupportedError
-from newt.memory import MemMessage, TurnMetrics, Usage
+from newt.memory import CompactingProvider, MemMessage, TurnMetrics, Usage
 from newt.recall import RecallRequest, RetentionReport
 from newt.store import make_title
 
@@ -207,6 +207,14 @@ class TurnRunner:
 
     # ------------------------------------------------------------ fitting in
 
+    def _compacting(self) -> tuple[Any, tuple[str, int, int]] | None:
+        """The provider's compact_for and its usage, if it can compact on demand."""
+        provider = self.s.provider
+        usage = provider.usage()
+        if not isinstance(provider, CompactingProvider) or usage is None:
+            return None
+        return provider.compact_for, usage
+
     async def _guard(self, messages: list[MemMessage]) -> bool:
         """Compact first if prompt + reply reserve would pass the live ceiling.
 
@@ -215,10 +223,10 @@ class TurnRunner:
         prompt is added here.
         """
         s = self.s
-        compact_for = getattr(s.provider, "compact_for", None)
-        usage = s.provider.usage()
-        if compact_for is None or usage is None:
+        compacting = self._compacting()
+        if compacting is None:
             return False
+        compact_for, usage = compacting
         ceiling, reserve = s.ceiling_and_reserve()
         required = s.estimate_tokens(messages[-1].content) + reserve
         if getattr(s.provider, "last_reported", None) is None:
@@ -235,10 +243,10 @@ class TurnRunner:
         counted P tokens where we hold `used`, keeping used * target / P fits.
         """
         s = self.s
-        compact_for = getattr(s.provider, "compact_for", None)
-        usage = s.provider.usage()
-        if compact_for is None or usage is None:
+        compacting = self._compacting()
+        if compacting is None:
             return False
+        compact_for, usage = compacting
         ceiling, reserve = s.ceiling_and_reserve()
         target = max(0, ceiling - reserve)
         reported = exc.prompt_tokens or 0
