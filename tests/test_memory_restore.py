@@ -326,3 +326,24 @@ async def test_a_guard_compaction_persisted_after_its_turn_restores_identically(
     restored = provider(Summaries())
     restored.restore_turns(log)
     assert snapshot(restored) == snapshot(live)
+
+
+def test_a_user_message_that_quotes_the_marker_is_not_a_record() -> None:
+    from newt.memory import COMPACTION_MARKER, ConversationTurn, TokenBudget
+    from newt.memory.restore import conversation_turns_from_log
+    from newt.store import StoredTurn
+
+    def row(i: int, user: str, assistant: str, status: str = "complete") -> StoredTurn:
+        return StoredTurn(i, "c", "turn", status, user, assistant, None, None, None, None)  # type: ignore[arg-type]
+
+    log = [
+        row(1, "hello", "hi"),
+        row(2, COMPACTION_MARKER + " pasted by the user", "", "interrupted"),
+    ]
+    turns = conversation_turns_from_log(log)
+    assert [t.is_compaction for t in turns] == [False, False]
+    provider = TokenBudget()
+    provider.restore_turns(turns)
+    assert provider.resident_turns() == 2
+    # without the kind, a record is still recognised by its shape
+    assert ConversationTurn(COMPACTION_MARKER + "\nx", "").is_compaction

@@ -24,6 +24,7 @@ def conversation_turns_from_log(stored: Iterable[StoredTurn]) -> list[Conversati
                     assistant="",
                     resident_turns=row.resident_turns,
                     used_after=row.used_after,
+                    kind="compaction",
                 )
             )
         elif row.status in _RESTORED_STATUSES:
@@ -33,6 +34,7 @@ def conversation_turns_from_log(stored: Iterable[StoredTurn]) -> list[Conversati
                     assistant=row.assistant,
                     tokens_in=row.tokens_in,
                     tokens_out=row.tokens_out,
+                    kind="turn",
                 )
             )
     return turns

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -46,9 +46,14 @@ class ConversationTurn:
     tokens_out: int | None = None
     resident_turns: int | None = None
     used_after: int | None = None
+    kind: str | None = field(default=None, compare=False)
+    """"turn" or "compaction" when the caller knows (the durable log does);
+    None falls back to recognising a record by its shape."""
 
     @property
     def is_compaction(self) -> bool:
+        if self.kind is not None:
+            return self.kind == "compaction"
         return self.assistant == "" and (
             self.user.startswith(COMPACTION_MARKER) or self.resident_turns is not None
         )
