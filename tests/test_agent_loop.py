@@ -421,6 +421,8 @@ async def test_learned_estimate_is_kept_per_model(fake_openai: FakeOpenAI) -> No
         cap = await store.capabilities.get(session.base_url, session.model)
         assert cap is not None and cap.chars_per_token is not None
         learned = cap.chars_per_token
+        assert cap.per_message_tokens is not None and cap.per_reply_tokens is not None
+        glue = (cap.per_message_tokens, cap.per_reply_tokens)
     finally:
         await close(store, session)
     store, session = await open_session(fake_openai)
@@ -428,6 +430,7 @@ async def test_learned_estimate_is_kept_per_model(fake_openai: FakeOpenAI) -> No
         # a new session starts from the ratio learned for this model
         calibrator = session.provider.calibrator  # type: ignore[attr-defined]
         assert calibrator.chars_per_token == learned
+        assert (calibrator.per_message_tokens, calibrator.per_reply_tokens) == glue
     finally:
         await close(store, session)
 

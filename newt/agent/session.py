@@ -144,7 +144,9 @@ class ChatSession:
         self.live_ceiling = self._ceiling_from(cap)
         self.provider = self._make_provider()
         if cap and cap.chars_per_token:
-            self._apply_calibration(cap.chars_per_token)
+            self._apply_calibration(
+                cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens
+            )
 
     def _ceiling_from(self, cap: Any) -> int | None:
         if cap is None:
@@ -168,10 +170,12 @@ class ChatSession:
         )
         return provider
 
-    def _apply_calibration(self, chars_per_token: float) -> None:
+    def _apply_calibration(
+        self, chars_per_token: float, per_message: float | None, per_reply: float | None
+    ) -> None:
         calibrate = getattr(self.provider, "set_chars_per_token", None)
         if calibrate is not None:
-            calibrate(chars_per_token)
+            calibrate(chars_per_token, per_message, per_reply)
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -382,13 +386,17 @@ class ChatSession:
     async def learn_from_usage(
         self, user: str, reply: str, tokens_in: int | None, tokens_out: int | None
     ) -> None:
-        """Keep the learned chars-per-token ratio in the capability cache for next time."""
+        """Keep the learned estimate (ratio and template glue) per model for next time."""
         ratio = getattr(self.provider, "learned_chars_per_token", None)
+        glue = getattr(self.provider, "learned_glue", None)
         if tokens_in is None or not isinstance(ratio, float):
             return
         cap = await self.store.capabilities.get(self.base_url, self.model)
-        if cap is not None and cap.chars_per_token != ratio:
-            cap.chars_per_token = ratio
+        if cap is None:
+            return
+        learned = (ratio, *(glue or (cap.per_message_tokens, cap.per_reply_tokens)))
+        if (cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens) != learned:
+            cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens = learned
             await self.store.capabilities.put(cap)
 
     # ------------------------------------------------------------------ turn

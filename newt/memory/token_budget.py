@@ -108,10 +108,30 @@ class TokenBudget(BaseProvider):
         self.calibrator = calibrator or Calibrator.from_estimation(self._estimation)
         return self
 
-    def set_chars_per_token(self, ratio: float) -> None:
-        """Turn calibration on, starting from a ratio learned earlier for this
-        model (the capability cache's `chars_per_token`)."""
-        self.with_calibration(Calibrator(float(ratio)))
+    def set_chars_per_token(
+        self,
+        ratio: float,
+        per_message_tokens: float | None = None,
+        per_reply_tokens: float | None = None,
+    ) -> None:
+        """Turn calibration on, starting from figures learned earlier for this
+        model (the capability cache's `chars_per_token` and template glue)."""
+        glue = {
+            k: float(v)
+            for k, v in (
+                ("per_message_tokens", per_message_tokens),
+                ("per_reply_tokens", per_reply_tokens),
+            )
+            if v is not None
+        }
+        self.with_calibration(Calibrator(float(ratio), **glue))
+
+    @property
+    def learned_glue(self) -> tuple[float, float] | None:
+        """Template tokens per message and per reply, once reports shaped them."""
+        if self.calibrator is None or self.calibrator.observations == 0:
+            return None
+        return self.calibrator.per_message_tokens, self.calibrator.per_reply_tokens
 
     @property
     def learned_chars_per_token(self) -> float | None:

@@ -14,6 +14,8 @@ _FIELDS = (
     "overflow_at",
     "supports_tools",
     "chars_per_token",
+    "per_message_tokens",
+    "per_reply_tokens",
 )
 
 
@@ -39,6 +41,8 @@ class CapabilityRepo:
             overflow_at=row["overflow_at"],
             supports_tools=None if tools is None else bool(tools),
             chars_per_token=row["chars_per_token"],
+            per_message_tokens=row["per_message_tokens"],
+            per_reply_tokens=row["per_reply_tokens"],
             updated_at=row["updated_at"],
         )
 
@@ -52,12 +56,16 @@ class CapabilityRepo:
             cap.overflow_at,
             tools,
             cap.chars_per_token,
+            cap.per_message_tokens,
+            cap.per_reply_tokens,
         )
         async with self.db.transaction() as conn:
             await conn.execute(
                 "INSERT INTO model_capabilities(base_url, model, "
                 + ", ".join(_FIELDS)
-                + ", updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                + ", updated_at) VALUES ("
+                + ", ".join("?" * (len(_FIELDS) + 3))
+                + ")"
                 " ON CONFLICT(base_url, model) DO UPDATE SET "
                 + ", ".join(f"{f} = excluded.{f}" for f in _FIELDS)
                 + ", updated_at = excluded.updated_at",

@@ -135,10 +135,23 @@ async def m003_model_capabilities(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m004_estimate_glue(conn: aiosqlite.Connection) -> None:
+    # The chat template's token cost per message and per reply, learned with
+    # chars_per_token; kept so a reopened session estimates exactly as before.
+    await run_script(
+        conn,
+        """
+        ALTER TABLE model_capabilities ADD COLUMN per_message_tokens REAL;
+        ALTER TABLE model_capabilities ADD COLUMN per_reply_tokens REAL;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
     (3, "model_capabilities", m003_model_capabilities),
+    (4, "estimate_glue", m004_estimate_glue),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

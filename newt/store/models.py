@@ -64,4 +64,6 @@ class ModelCapabilities:
     overflow_at: int | None = None
     supports_tools: bool | None = None
     chars_per_token: float | None = None
+    per_message_tokens: float | None = None
+    per_reply_tokens: float | None = None
     updated_at: float = 0.0
