@@ -10,12 +10,6 @@ def user_message(exc: BaseException) -> tuple[str, int] | None:
 
     if isinstance(exc, SessionError):
         return str(exc), 2
-    if isinstance(exc, BackendError):
+    if isinstance(exc, BackendError):  # LocalServerError included
         return exc.message, 1
-    try:
-        from newt.backend.local_server import LocalServerError
-    except ImportError:  # pragma: no cover - the backend package is always shipped
-        return None
-    if isinstance(exc, LocalServerError):
-        return str(exc), 1
     return None

@@ -12,7 +12,6 @@ import contextlib
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from newt.agent import events as ev
@@ -23,7 +22,7 @@ from newt.backend.client import ChatClient
 from newt.backend.errors import ContextLengthExceededError
 from newt.backend.probe import probe_context_window
 from newt.config import Config
-from newt.memory import MemMessage, MemoryProvider, SessionContext, create_provider
+from newt.memory import MemMessage, MemoryProvider, create_provider
 from newt.memory.notes import NoteBook
 from newt.memory.restore import conversation_turns_from_log
 from newt.recall import RecallEngine, RetentionReport
@@ -101,6 +100,7 @@ class ChatSession:
         self.live_ceiling: int | None = None
         self.provider: MemoryProvider = self._make_provider()
         self._resident_keys: list[str] = []
+        self._saved_estimate: tuple[float, ...] | None = None
         self._system_prompt = asset_text("system_prompt.md").strip()
 
     # ------------------------------------------------------------------ setup
@@ -383,21 +383,21 @@ class ChatSession:
             self.store.capabilities, self.base_url, self.model, prompt_tokens
         )
 
-    async def learn_from_usage(
-        self, user: str, reply: str, tokens_in: int | None, tokens_out: int | None
-    ) -> None:
+    async def remember_estimate(self) -> None:
         """Keep the learned estimate (ratio and template glue) per model for next time."""
         ratio = getattr(self.provider, "learned_chars_per_token", None)
         glue = getattr(self.provider, "learned_glue", None)
-        if tokens_in is None or not isinstance(ratio, float):
+        if ratio is None or glue is None:
+            return
+        learned = (float(ratio), *glue)
+        if learned == self._saved_estimate:  # skip the read when nothing moved
             return
         cap = await self.store.capabilities.get(self.base_url, self.model)
         if cap is None:
             return
-        learned = (ratio, *(glue or (cap.per_message_tokens, cap.per_reply_tokens)))
-        if (cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens) != learned:
-            cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens = learned
-            await self.store.capabilities.put(cap)
+        cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens = learned
+        await self.store.capabilities.put(cap)
+        self._saved_estimate = learned
 
     # ------------------------------------------------------------------ turn
 
@@ -408,10 +408,6 @@ class ChatSession:
         async with aclosing(TurnRunner(self, text).run()) as events:
             async for event in events:
                 yield event
-
-
-def session_context(conv: Conversation | None) -> SessionContext:
-    return SessionContext(session_id=conv.id if conv else "", workspace=Path.cwd())
 
 
 def dump_report(report: RetentionReport | None) -> dict[str, Any] | None:

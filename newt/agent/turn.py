@@ -146,7 +146,8 @@ class TurnRunner:
         usage = Usage(tokens_in, tokens_out or 0) if tokens_in is not None else None
         await s.provider.sync_turn(self.text, p.reply, TurnMetrics(usage))
         s.note_resident(f"t{turn_id}")
-        await s.learn_from_usage(self.text, p.reply, tokens_in, tokens_out)
+        if tokens_in is not None:
+            await s.remember_estimate()
         compacted = await s.persist_compaction(p.compact_reason)
         if compacted is None:
             return []
