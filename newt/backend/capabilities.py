@@ -116,22 +116,25 @@ async def record_overflow(
     return cap
 
 
+async def _record_tools(
+    repo: CapabilityRepo, base_url: str, model: str, supported: bool
+) -> ModelCapabilities:
+    cap = await _load(repo, base_url, model)
+    if cap.supports_tools is not supported:
+        cap.supports_tools = supported
+        await repo.put(cap)
+    return cap
+
+
 async def record_tools_unsupported(
     repo: CapabilityRepo, base_url: str, model: str
 ) -> ModelCapabilities:
-    cap = await _load(repo, base_url, model)
-    if cap.supports_tools is not False:
-        cap.supports_tools = False
-        await repo.put(cap)
-    return cap
+    """The backend refused a request because it carried tools."""
+    return await _record_tools(repo, base_url, model, False)
 
 
 async def record_tools_supported(
     repo: CapabilityRepo, base_url: str, model: str
 ) -> ModelCapabilities:
     """A request with tools was accepted."""
-    cap = await _load(repo, base_url, model)
-    if cap.supports_tools is not True:
-        cap.supports_tools = True
-        await repo.put(cap)
-    return cap
+    return await _record_tools(repo, base_url, model, True)
