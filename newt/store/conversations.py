@@ -115,10 +115,6 @@ class ConversationRepo:
         )
         return [_conversation(r) for r in await cur.fetchall()]
 
-    async def set_title(self, conv_id: str, title: str) -> None:
-        async with self.db.transaction() as conn:
-            await conn.execute("UPDATE conversations SET title = ? WHERE id = ?", (title, conv_id))
-
     async def set_model(self, conv_id: str, model: str, base_url: str) -> None:
         async with self.db.transaction() as conn:
             await conn.execute(

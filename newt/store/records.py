@@ -7,7 +7,6 @@ Keys are short and stable: `t<turn id>`, `c<turn id>` for a compaction record,
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 import aiosqlite
 
@@ -86,16 +85,6 @@ class RecordRepo:
                 content=content,
                 conversation_id=conversation_id,
                 created_at=created_at,
-            )
-
-    async def increment_access(self, ids: Sequence[int]) -> None:
-        if not ids:
-            return
-        marks = ",".join("?" * len(ids))
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                f"UPDATE memory_records SET access_count = access_count + 1 WHERE id IN ({marks})",
-                tuple(ids),
             )
 
     async def delete(self, key: str) -> None:
