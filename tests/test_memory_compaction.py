@@ -172,7 +172,10 @@ async def test_summarizer_failure_never_propagates_and_keeps_the_summary() -> No
     assert p.resident_turns() == 2
 
 
-async def test_a_cancelled_summary_leaves_the_working_set_alone() -> None:
+async def test_a_cancelled_summary_leaves_the_fold_with_its_fallback_record() -> None:
+    # The fold is applied before the summary is awaited, so a cancel can never
+    # leave a half-applied fold: the record says what was removed, and the
+    # folded turns still await their summary.
     started, never = asyncio.Event(), asyncio.Event()
 
     async def slow(messages: list[MemMessage]) -> str:
@@ -187,7 +190,13 @@ async def test_a_cancelled_summary_leaves_the_working_set_alone() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert (p.resident_turns(), p.record, p.compactions) == (4, None, 0)
+    assert p.resident_turns() == 2 and p.compactions == 1
+    assert (
+        record_summary(p.record or "")
+        == "Summary generation was unavailable. 4 message(s) were removed."
+    )
+    assert p.summary_pending
+    assert p.take_compaction_record() == p.record
 
 
 async def test_a_huge_summary_is_capped_at_a_quarter_of_the_budget() -> None:
@@ -300,3 +309,82 @@ async def test_calibrated_glue_does_not_shrink_the_summarizer_input() -> None:
     # 7 turns of ~85 content tokens fit the 1,000-token cap; with 30 tokens of
     # glue charged to each user, reply and separator, only 5 would.
     assert OMITTED_NOTE not in body and body.count("User: question") == 7
+
+
+# -- summaries off the critical path -------------------------------------------------
+
+
+async def test_deferred_summaries_fold_at_once_and_summarize_later() -> None:
+    summarizer = Summarizer("the user likes tea")
+    p = TokenBudget(1000, 0.5).with_summarizer(summarizer).with_deferred_summaries()
+    await fill(p, 4)
+    # the turn returned without calling the model: the fallback record stands in
+    assert summarizer.inputs == []
+    assert p.take_compaction_record() == fallback_record(4)
+    assert p.summary_pending and p.resident_turns() == 2
+    used_before = p.used
+
+    result = await p.summarize_pending()
+    assert result is not None and p.record == fallback_record(4)  # nothing applied yet
+    assert p.apply_summary(result)
+    assert p.record == format_record("the user likes tea")
+    assert p.take_compaction_record() == p.record  # the caller persists the new record
+    assert not p.summary_pending
+    assert p.used == used_before - EST.tokens_for(fallback_record(4)) + EST.tokens_for(p.record)
+    # the summarizer saw the folded turns (the newest within its input cap)
+    assert len(summarizer.inputs) == 1 and "User: " + U in summarizer.inputs[0][1].content
+
+
+async def test_a_summary_is_dropped_when_the_conversation_changed_under_it() -> None:
+    p = (
+        TokenBudget(1000, 0.5)
+        .with_summarizer(Summarizer("old conversation"))
+        .with_deferred_summaries()
+    )
+    await fill(p, 4)
+    result = await p.summarize_pending()
+    p.reset()  # /new while the summary was being written
+    assert not p.apply_summary(result)
+    assert p.record is None and p.take_compaction_record() is None
+
+
+async def test_turns_folded_while_a_summary_is_written_stay_counted() -> None:
+    p = TokenBudget(1000, 0.5).with_summarizer(Summarizer("S")).with_deferred_summaries()
+    await fill(p, 4)
+    result = await p.summarize_pending()
+    await fill(p, 2)  # another fold lands before the summary is applied
+    assert p.apply_summary(result)
+    body = record_summary(p.record or "")
+    assert body.startswith("S") and body.endswith("4 message(s) were removed.")
+    assert p.summary_pending
+
+
+async def test_a_reopened_conversation_resumes_the_pending_summary() -> None:
+    from newt.memory import ConversationTurn
+
+    live = TokenBudget(1000, 0.5).with_summarizer(Summarizer()).with_deferred_summaries()
+    log: list[ConversationTurn] = []
+    for i in range(4):
+        await live.sync_turn(f"{i}{U[1:]}", A, NO_USAGE)
+        log.append(ConversationTurn(f"{i}{U[1:]}", A, kind="turn"))
+        record = live.take_compaction_record()
+        if record is not None:
+            log.append(
+                ConversationTurn(
+                    record,
+                    "",
+                    resident_turns=live.resident_turns(),
+                    used_after=live.used,
+                    kind="compaction",
+                )
+            )
+    summarizer = Summarizer("resumed summary")
+    reopened = TokenBudget(1000, 0.5).with_summarizer(summarizer).with_deferred_summaries()
+    reopened.restore_turns(log)
+    assert reopened.summary_pending
+    assert await reopened.refresh_summary()
+    sent = summarizer.inputs[0][1].content
+    # the folded turns (turn 0 left out by the input cap), not the resident ones
+    assert f"User: 1{U[1:]}" in sent and OMITTED_NOTE in sent
+    assert f"User: 2{U[1:]}" not in sent and f"User: 3{U[1:]}" not in sent
+    assert record_summary(reopened.record or "") == "resumed summary"

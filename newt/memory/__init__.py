@@ -32,6 +32,7 @@ text)`); a provider's sync add_note & co change the in-memory notebook only.
 from newt.memory.calibration import CalibratedEstimation, Calibrator, pieces
 from newt.memory.compaction import (
     RECORD_EXPLANATION,
+    Summarizer,
     cap_summary,
     fallback_summary,
     format_record,
@@ -53,7 +54,7 @@ from newt.memory.notes import NOTES_CHAR_LIMIT, NoteBook, NoteStore
 from newt.memory.provider import BaseProvider, CompactingProvider, MemoryProvider
 from newt.memory.restore import conversation_turns_from_log
 from newt.memory.rolling_window import RollingWindow
-from newt.memory.token_budget import Summarizer, TokenBudget
+from newt.memory.token_budget import TokenBudget
 from newt.memory.types import (
     COMPACTION_END,
     COMPACTION_MARKER,

@@ -18,10 +18,12 @@ above the line, so a failed summary never throws away an earlier one.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from newt.memory.types import COMPACTION_END, COMPACTION_MARKER, Estimator, MemMessage
+from newt.resources import asset_text
 
 RECORD_EXPLANATION = (
     "The text below summarizes earlier turns of this conversation that were removed to "
@@ -47,6 +49,10 @@ SUMMARIZER_INPUT_SHARE = 0.5
 RECORD_SHARE = 0.25
 
 Turn = tuple[str, str]  # (user, assistant)
+Summarizer = Callable[[list[MemMessage]], Awaitable[str]]
+PreCompress = Callable[[Sequence[MemMessage]], Awaitable[str]]
+COMPACTION_PROMPT_ASSET = "compaction_prompt.md"
+logger = logging.getLogger(__name__)
 
 
 def format_record(summary: str) -> str:
@@ -78,6 +84,23 @@ def fallback_summary(previous: str | None, removed_messages: int) -> str:
         kept = kept[: m.start()].rstrip()
     line = _FALLBACK.format(n=earlier + removed_messages)
     return f"{kept}\n\n{line}" if kept else line
+
+
+def unsummarized_messages(record: str) -> int:
+    """Messages a record's fallback line says were removed without a summary."""
+    m = _FALLBACK_RE.search(record_summary(record))
+    return int(m.group(1)) if m else 0
+
+
+def base_summary(record: str | None) -> str | None:
+    """The real summary in a record, without any fallback line (None: none yet)."""
+    if record is None:
+        return None
+    body = record_summary(record)
+    m = _FALLBACK_RE.search(body)
+    if m:
+        body = body[: m.start()].rstrip()
+    return body or None
 
 
 def render_turn(user: str, assistant: str) -> str:
@@ -169,3 +192,47 @@ def summarizer_input(
     if omitted:
         body = OMITTED_NOTE + "\n\n" + body
     return [MemMessage("system", system), MemMessage("user", head + body)]
+
+
+async def write_summary(
+    summarizer: Summarizer,
+    pre_compress: PreCompress,
+    removed: Sequence[Turn],
+    previous: str | None,
+    *,
+    focus: str | None,
+    input_cap: int,
+    record_cap: int,
+    est: Estimator,
+) -> str | None:
+    """The summarizer's text for `removed` on top of `previous`, capped at
+    `record_cap`; None when it fails or returns nothing (the caller keeps the
+    fallback line)."""
+    extracted = ""
+    try:
+        extracted = await pre_compress(
+            [
+                MemMessage(role, text)
+                for u, a in removed
+                for role, text in (("user", u), ("assistant", a))
+                if text
+            ]
+        )
+    except Exception:
+        logger.warning("on_pre_compress failed; summarizing without it", exc_info=True)
+    try:
+        messages = summarizer_input(
+            asset_text(COMPACTION_PROMPT_ASSET),
+            previous,
+            removed,
+            cap_tokens=input_cap,
+            est=est,
+            focus=focus,
+            extracted=extracted,
+        )
+        summary = (await summarizer(messages)).strip()
+    except Exception:
+        # A failed summary must never lose the turn or break the loop.
+        logger.warning("compaction summary failed; keeping the fallback", exc_info=True)
+        return None
+    return cap_summary(summary, record_cap, est) if summary else None

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from newt.memory.compaction import Summarizer
 from newt.memory.notes import NoteBook
 from newt.memory.provider import MemoryProvider
 from newt.memory.rolling_window import DEFAULT_MAX_TURNS, RollingWindow
-from newt.memory.token_budget import Summarizer, TokenBudget
+from newt.memory.token_budget import TokenBudget
 from newt.memory.types import TokenEstimation
 
 PROVIDER_NAMES = ("token_budget", "rolling_window")

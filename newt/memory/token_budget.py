@@ -13,137 +13,51 @@ Not re-entrant: one conversation drives a provider from one task at a time.
 
 from __future__ import annotations
 
-import logging
-import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Self
 
-from newt.memory.calibration import CalibratedEstimation, Calibrator, PromptShape
+from newt.memory.budget_restore import WorkingTurn, plan_restore
+from newt.memory.budget_settings import BudgetSettings
 from newt.memory.compaction import (
     RECORD_SHARE,
     SUMMARIZER_INPUT_SHARE,
-    cap_summary,
+    base_summary,
     fallback_summary,
     format_record,
     message_count,
     record_summary,
-    summarizer_input,
+    write_summary,
 )
 from newt.memory.provider import BaseProvider
 from newt.memory.types import (
     DEFAULT_CONTEXT_TOKENS,
     ConversationTurn,
-    Estimator,
     MemMessage,
-    TokenEstimation,
     TurnMetrics,
 )
-from newt.resources import asset_text
-
-logger = logging.getLogger(__name__)
-
-MIN_CONTEXT_TOKENS = 512
-MIN_THRESHOLD, MAX_THRESHOLD = 0.10, 0.99
-COMPACTION_PROMPT_ASSET = "compaction_prompt.md"
-
-Summarizer = Callable[[list[MemMessage]], Awaitable[str]]
 
 
-@dataclass
-class _Turn:
-    user: str
-    assistant: str
-    reply_tokens: int | None = None  # the backend's completion_tokens, when reported
+@dataclass(frozen=True)
+class PendingSummary:
+    """A summary written for the first `turns` unsummarized folded turns."""
+
+    generation: int
+    turns: int
+    summary: str
 
 
-class TokenBudget(BaseProvider):
+_Turn = WorkingTurn
+
+
+class TokenBudget(BudgetSettings, BaseProvider):
     name = "token_budget"
 
     def __init__(
         self, max_tokens: int = DEFAULT_CONTEXT_TOKENS, threshold_pct: float = 0.80
     ) -> None:
         super().__init__()
-        self.max_tokens = max(int(max_tokens), MIN_CONTEXT_TOKENS)
-        self.threshold_pct = min(max(float(threshold_pct), MIN_THRESHOLD), MAX_THRESHOLD)
-        self.budget_source = "default"
-        self._estimation: Estimator = TokenEstimation()
-        self.summarizer: Summarizer | None = None
-        self.calibrator: Calibrator | None = None
+        self._configure(max_tokens, threshold_pct)
         self.reset()
-
-    # -- configuration (kept by reset) ---------------------------------------
-
-    @property
-    def budget(self) -> int:
-        # The epsilon keeps e.g. 24000 * 0.8 = 19199.999... from flooring low.
-        return math.floor(self.max_tokens * self.threshold_pct + 1e-9)
-
-    @property
-    def estimation(self) -> Estimator:
-        """The estimate in force: the calibrator's latest fit when calibrating."""
-        return self.calibrator.estimation if self.calibrator is not None else self._estimation
-
-    def with_estimation(self, est: Estimator) -> Self:
-        self._estimation = est
-        return self
-
-    def with_budget(self, tokens: int, source: str = "injected") -> Self:
-        """Inject the caller's resolved context size (same 512 floor as __init__)
-        and say where it came from ("config", "backend", "probe cache", "default")."""
-        self.max_tokens = max(int(tokens), MIN_CONTEXT_TOKENS)
-        self.budget_source = source
-        return self
-
-    def with_summarizer(self, fn: Summarizer | None) -> Self:
-        self.summarizer = fn
-        return self
-
-    def with_calibration(self, calibrator: Calibrator | None = None) -> Self:
-        """Learn the estimate from the backend's usage reports (calibration.py).
-
-        Off by default, so estimates follow DESIGN.md's fixed chars_per_token.
-        Seed it with the capability cache's ratio: `Calibrator(cached_ratio)`.
-        """
-        self.calibrator = calibrator or Calibrator.from_estimation(self._estimation)
-        return self
-
-    def set_chars_per_token(
-        self,
-        ratio: float,
-        per_message_tokens: float | None = None,
-        per_reply_tokens: float | None = None,
-    ) -> None:
-        """Turn calibration on, starting from figures learned earlier for this
-        model (the capability cache's `chars_per_token` and template glue)."""
-        glue = {
-            k: float(v)
-            for k, v in (
-                ("per_message_tokens", per_message_tokens),
-                ("per_reply_tokens", per_reply_tokens),
-            )
-            if v is not None
-        }
-        self.with_calibration(Calibrator(float(ratio), **glue))
-
-    @property
-    def learned_glue(self) -> tuple[float, float] | None:
-        """Template tokens per message and per reply, once reports shaped them."""
-        if self.calibrator is None or self.calibrator.observations == 0:
-            return None
-        return self.calibrator.per_message_tokens, self.calibrator.per_reply_tokens
-
-    @property
-    def learned_chars_per_token(self) -> float | None:
-        """The calibrated ratio once a report shaped it (to persist), else None."""
-        if self.calibrator is None or self.calibrator.observations == 0:
-            return None
-        return self.calibrator.chars_per_token
-
-    def tokens_for(self, text: str) -> int:
-        """The estimate in force for one prompt-side message (e.g. the next
-        user message, for the pre-send guard)."""
-        return self.estimation.tokens_for(text)
 
     # -- conversation state ----------------------------------------------------
 
@@ -155,9 +69,10 @@ class TokenBudget(BaseProvider):
         self._pending: str | None = None
         self._compactions = 0
         self._total_turns = 0
-        self._last_prompt: PromptShape | None = None
-        if self.calibrator is not None:
-            self.calibrator.new_conversation()
+        self._unsummarized: list[_Turn] = []  # folded; the record's fallback line counts them
+        self._focus: str | None = None
+        self._generation = getattr(self, "_generation", 0) + 1
+        self.estimator.new_conversation()
 
     @property
     def used(self) -> int:
@@ -205,30 +120,14 @@ class TokenBudget(BaseProvider):
     # -- estimates ---------------------------------------------------------
 
     def _tokens(self, text: str) -> int:
-        return self.estimation.tokens_for(text)
-
-    def _content_estimation(self) -> Estimator:
-        """For pieces of a message (summarizer input, summary cap): no glue."""
-        if self.calibrator is None:
-            return self._estimation
-        return CalibratedEstimation(self.calibrator.chars_per_token)
+        return self.estimator.message(text)
 
     def _reply(self, turn: _Turn) -> int:
-        """What a reply adds when it is written: DESIGN.md's tokens_for, or
-        calibrated, its content only (the backend's completion count when
-        reported); its glue comes with the next message (calibration.py)."""
-        if self.calibrator is None:
-            return self._tokens(turn.assistant)
-        if turn.reply_tokens is not None and turn.assistant:
-            return turn.reply_tokens
-        return self.calibrator.estimation.content_tokens(turn.assistant)
+        return self.estimator.reply(turn.assistant, turn.reply_tokens)
 
     def _est(self, turn: _Turn) -> int:
         """A turn's share of the prompt: what folding it away takes out."""
-        est = self._tokens(turn.user) + self._reply(turn)
-        if self.calibrator is not None and turn.assistant:
-            est += math.ceil(self.calibrator.per_reply_tokens)
-        return est
+        return self.estimator.turn(turn.user, turn.assistant, turn.reply_tokens)
 
     def _fallback_sum(self) -> int:
         head = self._tokens(self._record) if self._record is not None else 0
@@ -246,13 +145,10 @@ class TokenBudget(BaseProvider):
                 messages.append(MemMessage("assistant", turn.assistant))
         messages.append(MemMessage("user", new_task))
         # Remembered so calibration can pair it with the next usage report.
-        self._remember_prompt(messages)
+        self.estimator.remember_prompt(
+            messages, [t.reply_tokens for t in self._turns if t.assistant]
+        )
         return messages
-
-    def _remember_prompt(self, messages: list[MemMessage]) -> None:
-        if self.calibrator is not None:
-            replies = [t.reply_tokens for t in self._turns if t.assistant]
-            self._last_prompt = PromptShape.of(messages, replies)
 
     # -- turns -------------------------------------------------------------
 
@@ -262,9 +158,7 @@ class TokenBudget(BaseProvider):
         self._turns.append(turn)
         self._total_turns += 1
         if usage is not None:
-            if self.calibrator is not None and self._last_prompt is not None:
-                self.calibrator.observe_prompt(self._last_prompt, usage.input_tokens)
-                self._last_prompt = None
+            self.estimator.observe_report(usage.input_tokens)
             self._anchor = usage.input_tokens
             self._delta = self._reply(turn)  # the reply is not in that report yet
         else:
@@ -322,28 +216,76 @@ class TokenBudget(BaseProvider):
         force: bool = False,
         focus: str | None = None,
     ) -> bool:
-        """Fold oldest turns into the record until the target is met.
+        """Fold the oldest turns into the record until the target is met, then
+        summarize them at once unless summaries are deferred (see
+        `with_deferred_summaries`)."""
+        folded = self._fold_until(limit=limit, keep=keep, required=required, force=force)
+        if focus:
+            self._focus = focus
+        if folded and not self.defer_summaries:
+            await self.refresh_summary()
+        return folded
 
-        Plans without mutating, awaits the summarizer, then applies: a
-        cancelled summary leaves the working set as it was. Repeats when the
-        new record itself pushed `used` back over (it is capped at a quarter
-        of the budget, so this ends).
-        """
+    def _fold_until(self, *, limit: int, keep: int, required: int = 0, force: bool = False) -> bool:
+        """Fold with the fallback body: synchronous, so nothing can interleave
+        between planning a fold and applying it. Repeats when the new record
+        itself pushed `used` back over (it is capped, so this ends)."""
         folded = False
-        while True:
-            n = self._oldest_to_remove(limit=limit, keep=keep, required=required, force=force)
-            if n == 0:
-                return folded
+        while n := self._oldest_to_remove(limit=limit, keep=keep, required=required, force=force):
             removed = self._turns[:n]
-            summary = await self._summarize(removed, focus)
-            self._apply(n, summary)
+            self._unsummarized.extend(removed)
+            previous = record_summary(self._record) if self._record is not None else None
+            count = message_count([(t.user, t.assistant) for t in removed])
+            self._apply(n, fallback_summary(previous, count))
             folded, force = True, False
+        return folded
+
+    # -- summaries -----------------------------------------------------------
+
+    @property
+    def summary_pending(self) -> bool:
+        """Folded turns wait for a summary (the record carries the fallback line)."""
+        return bool(self._unsummarized) and self.summarizer is not None
+
+    async def summarize_pending(self) -> PendingSummary | None:
+        """Write the summary of the folded, unsummarized turns. Mutates nothing:
+        `apply_summary` applies it, so the caller can await this without
+        holding the conversation and apply it between turns."""
+        if not self.summary_pending:
+            return None
+        batch = list(self._unsummarized)
+        previous = base_summary(self._record)
+        generation = self._generation
+        summary = await self._summarize(batch, previous, self._focus)
+        if summary is None:
+            return None
+        return PendingSummary(generation, len(batch), summary)
+
+    def apply_summary(self, result: PendingSummary | None) -> bool:
+        """Put a finished summary in the record (minting a new pending record).
+        False when the conversation changed under it (reset, restore)."""
+        if result is None or result.generation != self._generation:
+            return False
+        del self._unsummarized[: result.turns]
+        self._focus = None
+        rest = message_count([(t.user, t.assistant) for t in self._unsummarized])
+        body = fallback_summary(result.summary, rest) if rest else result.summary
+        self._replace_record(format_record(body))
+        self._fold_until(limit=self.budget, keep=1)
+        return True
+
+    async def refresh_summary(self) -> bool:
+        """Summarize and apply in one step (no turn may run meanwhile)."""
+        return self.apply_summary(await self.summarize_pending())
 
     def _apply(self, n: int, summary: str) -> None:
         removed, self._turns = self._turns[:n], self._turns[n:]
-        record = format_record(summary)
         if self._anchor is not None:
             self._delta -= sum(self._est(t) for t in removed)
+        self._replace_record(format_record(summary))
+
+    def _replace_record(self, record: str) -> None:
+        if self._anchor is not None:
             if self._record is not None:
                 self._delta -= self._tokens(self._record)
             self._delta += self._tokens(record)
@@ -356,35 +298,21 @@ class TokenBudget(BaseProvider):
         frame = self._tokens(format_record(""))
         return max(16, int(self.budget * RECORD_SHARE) - frame)
 
-    async def _summarize(self, removed: Sequence[_Turn], focus: str | None) -> str:
-        previous = record_summary(self._record) if self._record is not None else None
-        pairs = [(t.user, t.assistant) for t in removed]
-        fallback = fallback_summary(previous, message_count(pairs))
+    async def _summarize(
+        self, removed: Sequence[_Turn], previous: str | None, focus: str | None
+    ) -> str | None:
         if self.summarizer is None:
-            return fallback
-        extracted = ""
-        try:
-            extracted = await self.on_pre_compress(_as_messages(removed))
-        except Exception:
-            logger.warning("on_pre_compress failed; summarizing without it", exc_info=True)
-        try:
-            messages = summarizer_input(
-                asset_text(COMPACTION_PROMPT_ASSET),
-                previous,
-                pairs,
-                cap_tokens=int(self.budget * SUMMARIZER_INPUT_SHARE),
-                est=self._content_estimation(),
-                focus=focus,
-                extracted=extracted,
-            )
-            summary = (await self.summarizer(messages)).strip()
-        except Exception:
-            # A failed summary must never lose the turn or break the loop.
-            logger.warning("compaction summary failed; using the fallback", exc_info=True)
-            return fallback
-        if not summary:
-            return fallback
-        return cap_summary(summary, self._record_cap(), self._content_estimation())
+            return None
+        return await write_summary(
+            self.summarizer,
+            self.on_pre_compress,
+            [(t.user, t.assistant) for t in removed],
+            previous,
+            focus=focus,
+            input_cap=int(self.budget * SUMMARIZER_INPUT_SHARE),
+            record_cap=self._record_cap(),
+            est=self.estimator.content(),
+        )
 
     # -- restore -----------------------------------------------------------
 
@@ -393,56 +321,14 @@ class TokenBudget(BaseProvider):
 
         Synchronous, so it never calls the summarizer: when the log needs
         pruning (a crash between a turn and its record), the oldest turns are
-        folded into the record with the fallback line (the previous summary
-        is kept above it) and the record is left pending, so the caller's next
-        take_compaction_record() persists it.
+        folded into the record with the fallback line and the record is left
+        pending, so the caller's next take_compaction_record() persists it.
+        Folded turns the record's fallback line counts await a summary again.
         """
         self.reset()
-        last = max((i for i, t in enumerate(turns) if t.is_compaction), default=None)
-        ordinary = [t for t in turns if not t.is_compaction]
-        self._total_turns = len(ordinary)
-        self._compactions = sum(1 for t in turns if t.is_compaction)
-        if last is None:
-            before: list[ConversationTurn] = []
-            after = ordinary
-        else:
-            record = turns[last]
-            self._record = record.user
-            before = [t for t in turns[:last] if not t.is_compaction]
-            keep = max(0, record.resident_turns or 0)
-            before = before[max(0, len(before) - keep) :] if keep else []
-            after = list(turns[last + 1 :])
-        self._turns = [
-            _Turn(t.user, t.assistant, t.tokens_out if t.tokens_in is not None else None)
-            for t in (*before, *after)
-        ]
-
-        reported = max((i for i, t in enumerate(after) if t.tokens_in is not None), default=None)
-        if reported is not None:
-            anchor_turn = after[reported]
-            assert anchor_turn.tokens_in is not None
-            self._anchor = anchor_turn.tokens_in
-            resident_after = self._turns[len(before) :]
-            self._delta = self._reply(resident_after[reported]) + sum(
-                self._est(t) for t in resident_after[reported + 1 :]
-            )
-        elif last is not None and turns[last].used_after is not None:
-            self._anchor = turns[last].used_after
-            self._delta = sum(self._est(t) for t in self._turns[len(before) :])
-        self._restore_prune()
-
-    def _restore_prune(self) -> None:
-        while n := self._oldest_to_remove(limit=self.budget, keep=1, required=0, force=False):
-            removed = self._turns[:n]
-            previous = record_summary(self._record) if self._record is not None else None
-            count = message_count([(t.user, t.assistant) for t in removed])
-            self._apply(n, fallback_summary(previous, count))
-
-
-def _as_messages(turns: Sequence[_Turn]) -> list[MemMessage]:
-    out: list[MemMessage] = []
-    for t in turns:
-        out.append(MemMessage("user", t.user))
-        if t.assistant:
-            out.append(MemMessage("assistant", t.assistant))
-    return out
+        plan = plan_restore(turns, self.estimator)
+        self._record, self._turns = plan.record, plan.turns
+        self._anchor, self._delta = plan.anchor, plan.delta
+        self._total_turns, self._compactions = plan.total_turns, plan.compactions
+        self._unsummarized = plan.unsummarized
+        self._fold_until(limit=self.budget, keep=1)

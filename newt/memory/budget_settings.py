@@ -1,0 +1,106 @@
+"""TokenBudget's configuration: the budget, the estimate and the summarizer.
+
+Kept apart from the conversation state (token_budget.py) because `reset()`
+keeps all of it: it belongs to the provider, not to one conversation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Self
+
+from newt.memory.calibration import Calibrator
+from newt.memory.compaction import Summarizer
+from newt.memory.estimator import TurnEstimator
+from newt.memory.types import Estimator
+
+MIN_CONTEXT_TOKENS = 512
+MIN_THRESHOLD, MAX_THRESHOLD = 0.10, 0.99
+
+
+class BudgetSettings:
+    max_tokens: int
+    threshold_pct: float
+    budget_source: str
+    estimator: TurnEstimator
+    summarizer: Summarizer | None
+    defer_summaries: bool
+
+    def _configure(self, max_tokens: int, threshold_pct: float) -> None:
+        self.max_tokens = max(int(max_tokens), MIN_CONTEXT_TOKENS)
+        self.threshold_pct = min(max(float(threshold_pct), MIN_THRESHOLD), MAX_THRESHOLD)
+        self.budget_source = "default"
+        self.estimator = TurnEstimator()
+        self.summarizer = None
+        self.defer_summaries = False
+
+    @property
+    def budget(self) -> int:
+        # The epsilon keeps e.g. 24000 * 0.8 = 19199.999... from flooring low.
+        return math.floor(self.max_tokens * self.threshold_pct + 1e-9)
+
+    @property
+    def estimation(self) -> Estimator:
+        """The estimate in force (see TurnEstimator)."""
+        return self.estimator.estimation
+
+    @property
+    def calibrator(self) -> Calibrator | None:
+        return self.estimator.calibrator
+
+    def with_estimation(self, est: Estimator) -> Self:
+        self.estimator.plain = est
+        return self
+
+    def with_budget(self, tokens: int, source: str = "injected") -> Self:
+        """Inject the caller's resolved context size (same 512 floor as __init__)
+        and say where it came from ("config", "backend", "probe cache", "default")."""
+        self.max_tokens = max(int(tokens), MIN_CONTEXT_TOKENS)
+        self.budget_source = source
+        return self
+
+    def with_summarizer(self, fn: Summarizer | None) -> Self:
+        self.summarizer = fn
+        return self
+
+    def with_deferred_summaries(self, defer: bool = True) -> Self:
+        """Fold with the fallback body and leave the summary to the caller
+        (`summarize_pending` + `apply_summary`), so a turn that compacts
+        does not wait for the model to write a summary."""
+        self.defer_summaries = defer
+        return self
+
+    def with_calibration(self, calibrator: Calibrator | None = None) -> Self:
+        """Learn the estimate from the backend's usage reports (calibration.py).
+
+        Off by default, so estimates follow DESIGN.md's fixed chars_per_token.
+        Seed it with the capability cache's ratio: `Calibrator(cached_ratio)`.
+        """
+        self.estimator.calibrate(calibrator)
+        return self
+
+    def set_chars_per_token(
+        self,
+        ratio: float,
+        per_message_tokens: float | None = None,
+        per_reply_tokens: float | None = None,
+    ) -> None:
+        """Turn calibration on from figures learned earlier for this model."""
+        self.estimator.seed(ratio, per_message_tokens, per_reply_tokens)
+
+    @property
+    def learned_glue(self) -> tuple[float, float] | None:
+        """Template tokens per message and per reply, once reports shaped them."""
+        learned = self.estimator.learned
+        return None if learned is None else (learned[1], learned[2])
+
+    @property
+    def learned_chars_per_token(self) -> float | None:
+        """The calibrated ratio once a report shaped it (to persist), else None."""
+        learned = self.estimator.learned
+        return None if learned is None else learned[0]
+
+    def tokens_for(self, text: str) -> int:
+        """The estimate in force for one prompt-side message (e.g. the next
+        user message, for the pre-send guard)."""
+        return self.estimator.message(text)
