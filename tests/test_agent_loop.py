@@ -217,21 +217,26 @@ async def test_context_overflow_compacts_and_retries_once(fake_openai: FakeOpenA
             await run_turn(session, f"question {i} " + "filler " * 40)
         fake_openai.script(
             llama_server_overflow(prompt_tokens=3000, context_window=2048),
-            Reply(text="Summary: four questions with filler were asked."),  # the summarizer
             Reply(text="made it"),
+            Reply(text="Summary: four questions with filler were asked."),  # the summarizer
         )
         events = await run_turn(session, "one more")
         assert reply_of(events) == "made it"
         compacted = [e for e in events if isinstance(e, ev.Compacted)]
         assert compacted and compacted[0].reason == "overflow"
-        assert "Summary: four questions with filler were asked." in compacted[0].record
-        assert fake_openai.chat_requests[-2].body.get("stream") is not True
+        # the retry went out with the fallback record: no wait for a summary
+        assert "message(s) were removed" in compacted[0].record
         cap = await store.capabilities.get(session.base_url, session.model)
         assert cap is not None and cap.overflow_at == 3000 and cap.safe_context == 2250
         retry = fake_openai.chat_requests[-1].body["messages"]
-        assert len(retry) < len(fake_openai.chat_requests[-3].body["messages"])
+        assert len(retry) < len(fake_openai.chat_requests[-2].body["messages"])
+        # the summary is written after the reply and stored as the newest record
+        assert await session.summaries.wait(10)
+        assert fake_openai.chat_requests[-1].body.get("stream") is not True
         log = await session.history()
-        assert any(t.kind == "compaction" for t in log)
+        records = [t for t in log if t.kind == "compaction"]
+        assert len(records) == 2
+        assert "Summary: four questions with filler were asked." in records[-1].user
     finally:
         await close(store, session)
 
@@ -488,8 +493,8 @@ async def test_overflow_in_a_later_tool_round_retries_afresh(fake_openai: FakeOp
                 tool_calls=[{"name": "recall_memory", "arguments": {"query": "x"}}],
             ),
             llama_server_overflow(prompt_tokens=5000, context_window=4096),
-            Reply(text="Summary."),  # the summarizer
             Reply(text="final answer", prompt_tokens=300, completion_tokens=2),
+            Reply(text="Summary."),  # the summarizer, after the reply
         )
         events = await run_turn(session, "three")
         assert done_of(events).status == "complete"

@@ -16,26 +16,15 @@ from newt.ui.widgets.messages import AssistantMessage, ErrorMessage, NoticeMessa
 from tests.test_ui_support import FakeSession, Step, make_turn, sample_report
 
 
-class _Store:
-    closed = False
-
-    async def close(self) -> None:
-        self.closed = True
-
-
 def make_app(session: FakeSession, **kwargs: Any) -> NewtApp:
     config = Config()
     config.backend.base_url = session.base_url
     config.backend.model = session.model
-    store = _Store()
 
-    async def open_store(cfg: Config) -> Any:
-        return store
-
-    async def open_session(cfg: Config, st: Any, say: Any) -> Any:
+    async def open_session(cfg: Config, say: Any) -> Any:
         return session
 
-    return NewtApp(config, open_store=open_store, open_session=open_session, **kwargs)
+    return NewtApp(config, open_session=open_session, **kwargs)
 
 
 async def chat_ready(pilot: Any) -> ChatScreen:
@@ -81,7 +70,7 @@ async def test_send_streams_reply_and_updates_meter() -> None:
         assert "retained 96/1,024 tokens · 2 capsules · 3 dropped" in header
         meter = screen.query_one("#meter")
         assert "/6,553" in str(meter.render())
-    assert app.store is not None and app.store.closed  # type: ignore[attr-defined]
+    assert session.closed  # the session (and the store it owns) closed with the app
     assert session.closed
 
 

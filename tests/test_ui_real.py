@@ -59,7 +59,7 @@ async def test_chat_memory_quit_and_continue(home: Path, fake_openai: FakeOpenAI
         assert before["turns"] == "2 resident of 2"
         await pilot.press("escape")
         await pilot.press("ctrl+q")
-    assert app.store is not None and app.store.db._closed
+    assert app.session is not None and app.session.store.db._closed  # type: ignore[attr-defined]
 
     app2 = NewtApp(config_for(fake_openai), continue_latest=True)
     async with app2.run_test(size=(140, 40)) as pilot:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from newt.agent import events as ev
+from newt.agent.views import HistoryEntry, history_entries
 from newt.recall import EvidenceCapsule, RetentionReport
 from newt.store import Conversation, MemoryRecord, StoredTurn
 
@@ -167,8 +168,9 @@ class FakeSession:
             return None
         return await self.resume(list(self.conversations)[-1])
 
-    async def history(self) -> list[StoredTurn]:
-        return list(self.conversations[self.conversation.id]) if self.conversation else []
+    async def history(self) -> list[HistoryEntry]:
+        turns = self.conversations[self.conversation.id] if self.conversation else []
+        return history_entries(turns)
 
     async def search_conversations(self, text: str) -> list[Conversation]:
         out = []

@@ -37,9 +37,14 @@ async def run_print(
                 await session.continue_latest()
             if session.conversation is not None:
                 resumed = session.memory_status()
-            return await _one_turn(
+            code = await _one_turn(
                 session, prompt, as_json=as_json, out=out, err=err, resumed=resumed
             )
+            # The reply is out; a summary of folded turns is finished before
+            # exiting so the conversation's record is not left at the fallback.
+            out.flush()
+            await session.summaries.wait(config.backend.timeout_s)
+            return code
         finally:
             await session.close()
 

@@ -92,6 +92,29 @@ async def run_tool(
         return ToolOutcome(f"error: {type(exc).__name__}: {exc}", error=True)
 
 
+def cap_result(text: str, max_tokens: int, tokens_for: Callable[[str], int]) -> str:
+    """A tool result cut to fit `max_tokens` of the window, saying so.
+
+    The model sees the cut (and how to get the rest) instead of a request that
+    overflows the context and is mistaken for a history overflow.
+    """
+    if tokens_for(text) <= max_tokens:
+        return text
+    note = (
+        "\n[result cut to fit the context window: {shown:,} of {total:,} characters shown; "
+        "ask for a narrower part if you need more]"
+    )
+    lo, hi = 0, len(text)
+    room = max(0, max_tokens - tokens_for(note.format(shown=len(text), total=len(text))))
+    while lo < hi:  # binary search: estimates grow with length
+        mid = (lo + hi + 1) // 2
+        if tokens_for(text[:mid]) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] + note.format(shown=lo, total=len(text))
+
+
 def tool_call_message(calls: list[Any], text: str) -> dict[str, Any]:
     """The assistant message that carries the model's tool calls back to it."""
     return {

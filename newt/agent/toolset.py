@@ -1,41 +1,52 @@
-"""The handlers behind the model's tools, bound to one session."""
+"""The handlers behind the model's built-in tools, bound to a small context.
+
+The context holds only what the tools touch (the notebook, recall, the
+window for capping results), so they can be tested and reused without a
+session; MCP tools join the same handler table.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from newt.agent.tools import ToolHandler
-from newt.recall import RecallRequest
-
-if TYPE_CHECKING:
-    from newt.agent.session import ChatSession
+from newt.memory.notes import NoteBook, NoteStore
+from newt.recall import RecallEngine, RecallRequest
 
 # Capsules returned by recall_memory when recall in requests is switched off.
 TOOL_RECALL_BUDGET = 1024
 
 
-def tool_handlers(session: ChatSession) -> dict[str, ToolHandler]:
-    store = session.store
+@dataclass
+class ToolContext:
+    notebook: NoteBook
+    notes: NoteStore
+    recall: RecallEngine
+    recall_budget: int
+    """Tokens of capsules recall_memory may return."""
 
+
+def tool_handlers(ctx: ToolContext) -> dict[str, ToolHandler]:
     async def save_note(args: dict[str, Any]) -> str:
         # the same NoteBook as /note: one implementation, one set of rules
         action = str(args.get("action", "add"))
         content = str(args.get("content") or "")
         old = str(args.get("old_text") or "")
         if action == "add":
-            added = await session.notes.add(store.notes, content)
+            added = await ctx.notebook.add(ctx.notes, content)
             return "saved" if added else "already saved"
         if action == "replace":
-            await session.notes.replace(store.notes, old, content)
+            await ctx.notebook.replace(ctx.notes, old, content)
             return "replaced"
         if action == "remove":
-            await session.notes.remove(store.notes, old or content)
+            await ctx.notebook.remove(ctx.notes, old or content)
             return "removed"
         raise ValueError(f"unknown action {action!r}; use add, replace or remove")
 
     async def recall_memory(args: dict[str, Any]) -> str:
-        budget = session.config.recall.retained_token_budget or TOOL_RECALL_BUDGET
-        response = await session.recall.recall(
+        budget = ctx.recall_budget or TOOL_RECALL_BUDGET
+        response = await ctx.recall.recall(
             RecallRequest(str(args.get("query", "")), retained_token_budget=budget)
         )
         report = response.retained_evidence
@@ -45,7 +56,7 @@ def tool_handlers(session: ChatSession) -> dict[str, ToolHandler]:
 
     async def fetch_record(args: dict[str, Any]) -> str:
         key = str(args.get("key", "")).strip()
-        record = await session.recall.fetch(key)
+        record = await ctx.recall.fetch(key)
         if record is None:
             raise LookupError(f"no record with key {key!r}")
         return record.content

@@ -15,28 +15,55 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
-from collections.abc import AsyncGenerator
+import sqlite3
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from newt.agent import events as ev
-from newt.agent.tools import MAX_TOOL_ROUNDS, TOOL_SCHEMAS, run_tool, tool_call_message
-from newt.agent.toolset import tool_handlers
-from newt.backend.client import ChatResult, TextDelta
+from newt.agent.capability_tracker import CapabilityTracker
+from newt.agent.conversation_log import ConversationLog
+from newt.agent.evidence import EvidenceSource
+from newt.agent.rescue import save_unsaved_reply
+from newt.agent.tools import (
+    MAX_TOOL_ROUNDS,
+    TOOL_SCHEMAS,
+    ToolHandler,
+    cap_result,
+    run_tool,
+    tool_call_message,
+)
+from newt.backend.client import ChatClient, ChatResult, TextDelta
 from newt.backend.errors import BackendError, ContextLengthExceededError, ToolsUnsupportedError
-from newt.memory import CompactingProvider, MemMessage, TurnMetrics, Usage
-from newt.recall import RecallRequest, RetentionReport
-from newt.store import make_title
-
-if TYPE_CHECKING:
-    from newt.agent.session import ChatSession
+from newt.memory import CompactingProvider, MemMessage, MemoryProvider, TurnMetrics, Usage
+from newt.recall import RetentionReport
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
-# Tokens kept free for the reply when checking that a prompt fits.
-REPLY_RESERVE_MAX = 1024
+# A tool result may take at most this share of the context window.
+TOOL_RESULT_WINDOW_SHARE = 0.25
+# Attempts to store a finished turn before the reply is saved to a file instead.
+FINISH_ATTEMPTS = 3
+
+
+@dataclass
+class TurnContext:
+    """Everything one turn touches, and nothing else of the session."""
+
+    log: ConversationLog
+    provider: MemoryProvider
+    evidence: EvidenceSource
+    client: ChatClient
+    capabilities: CapabilityTracker
+    tools: dict[str, ToolHandler]
+    system_prompt: str
+    tokens_for: Callable[[str], int]
+    """The provider's (possibly calibrated) estimate of one message."""
+    tool_schemas: list[dict[str, Any]] = field(default_factory=lambda: list(TOOL_SCHEMAS))
 
 
 @dataclass
@@ -70,19 +97,17 @@ def evidence_block(report: RetentionReport | None) -> str:
 
 
 class TurnRunner:
-    def __init__(self, session: ChatSession, text: str) -> None:
-        self.s = session
+    def __init__(self, ctx: TurnContext, text: str) -> None:
+        self.s = ctx
         self.text = text
         self.p = _Progress()
+        self.last_retention: RetentionReport | None = None
 
     # -------------------------------------------------------------- the turn
 
     async def run(self) -> AsyncGenerator[ev.AgentEvent, None]:
         s = self.s
-        conv = await s.ensure_conversation()
-        turn_id = await s.store.turns.add_pending(conv.id, self.text)
-        if not conv.title:
-            conv.title = make_title(self.text)  # the store titled it the same way
+        turn_id = await s.log.begin(self.text)
         yield ev.TurnStarted(turn_id, self.text)
         try:
             async with aclosing(self._request()) as events:
@@ -105,7 +130,7 @@ class TurnRunner:
                     turn_id, self.p.reply, "interrupted", self.p.usage(), self.p.compactions
                 )
             else:
-                await s.store.turns.fail(turn_id, exc.message)
+                await s.log.fail(turn_id, exc.message)
                 yield ev.TurnDone(
                     turn_id, self.p.reply, "failed", self.p.usage(), self.p.compactions
                 )
@@ -113,14 +138,30 @@ class TurnRunner:
         except Exception as exc:  # a bug or a storage failure: report it, keep the words
             message = f"newt hit an unexpected error ({type(exc).__name__}: {exc})"
             log.debug("turn failed", exc_info=True)  # never a traceback on the screen
+            if self.p.reply:  # the streamed text must not vanish with the error
+                where = save_unsaved_reply(s.log.store.db.path, turn_id, self.text, self.p.reply)
+                if where is not None:
+                    message += f"; the reply was saved to {where}"
             with contextlib.suppress(Exception):
-                await s.store.turns.fail(turn_id, message)
+                await s.log.fail(turn_id, message)
             yield ev.TurnError(message, False, type(exc).__name__)
             yield ev.TurnDone(turn_id, self.p.reply, "failed", self.p.usage(), self.p.compactions)
             return
         status = "interrupted" if self.p.interrupted else "complete"
-        for compacted in await self._finish(turn_id, status):
-            yield compacted
+        try:
+            for compacted in await self._finish(turn_id, status):
+                yield compacted
+        except Exception as exc:  # the store refused the finished turn
+            where = save_unsaved_reply(s.log.store.db.path, turn_id, self.text, self.p.reply)
+            log.debug("storing the turn failed", exc_info=True)
+            yield ev.TurnError(
+                f"the reply could not be stored ({type(exc).__name__}: {exc}); "
+                + (f"it was saved to {where}" if where else "it is shown above only"),
+                False,
+                type(exc).__name__,
+            )
+            yield ev.TurnDone(turn_id, self.p.reply, "failed", self.p.usage(), self.p.compactions)
+            return
         usage = self.p.usage()
         if usage is not None:
             yield usage
@@ -133,37 +174,28 @@ class TurnRunner:
         # conversation's size: the anchor is the reported prompt without them.
         tokens_in = None
         if p.prompt_tokens is not None:
-            tokens_in = max(0, p.prompt_tokens - s.estimate_tokens(p.evidence))
+            tokens_in = max(0, p.prompt_tokens - s.tokens_for(p.evidence))
         tokens_out = p.completion_tokens if p.prompt_tokens is not None else None
-        await s.store.turns.complete(
-            turn_id,
-            p.reply,
-            status="interrupted" if status == "interrupted" else "complete",
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            tool_events=p.tool_events,
+        await _retrying(
+            lambda: s.log.complete(
+                turn_id,
+                p.reply,
+                interrupted=status == "interrupted",
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+                tool_events=p.tool_events,
+            )
         )
         usage = Usage(tokens_in, tokens_out or 0) if tokens_in is not None else None
         await s.provider.sync_turn(self.text, p.reply, TurnMetrics(usage))
-        s.note_resident(f"t{turn_id}")
         if tokens_in is not None:
-            await s.remember_estimate()
-        compacted = await s.persist_compaction(p.compact_reason)
+            with contextlib.suppress(Exception):  # a cache write must not fail the turn
+                await s.capabilities.remember_estimate(s.provider)
+        compacted = await _retrying(lambda: s.log.persist_compaction(s.provider, p.compact_reason))
         if compacted is None:
             return []
         p.compactions.append(compacted)
         return [compacted]
-
-    async def _recall(self) -> RetentionReport | None:
-        s = self.s
-        budget = s.config.recall.retained_token_budget
-        if budget <= 0:
-            return None
-        response = await s.recall.recall(
-            RecallRequest(self.text, limit=8, retained_token_budget=budget),
-            exclude_keys=s.resident_keys() | await s.store.notes.record_keys(),
-        )
-        return response.retained_evidence
 
     def _build(self) -> list[MemMessage]:
         messages = self.s.provider.build_messages(self.s.system_prompt, self.text)
@@ -174,8 +206,8 @@ class TurnRunner:
 
     async def _request(self) -> AsyncGenerator[ev.AgentEvent, None]:
         s, p = self.s, self.p
-        report = await self._recall()
-        s.last_retention = report
+        report = await s.evidence.gather(self.text, s.log.resident_keys())
+        self.last_retention = report
         if report is not None:
             yield ev.RetainedEvidence(report)
         p.evidence = evidence_block(report)
@@ -184,6 +216,10 @@ class TurnRunner:
             # the record is persisted after this turn, which it precedes in the working set
             p.compact_reason = "guard"
             messages = self._build()
+            if p.evidence and not self._fits(messages):
+                # even an empty history leaves no room: the capsules must not overflow
+                p.evidence = ""
+                messages = self._build()
         retried = False
         while True:
             try:
@@ -195,7 +231,7 @@ class TurnRunner:
                 if retried:
                     raise
                 retried = True
-                await s.record_overflow(exc)
+                await s.capabilities.record_overflow(exc)
                 yield ev.Notice(
                     f"the prompt did not fit the model's context ({exc.message}); "
                     "compacting and retrying"
@@ -223,19 +259,40 @@ class TurnRunner:
         reported a prompt size; before that it counts turns only, so the system
         prompt is added here.
         """
-        s = self.s
         compacting = self._compacting()
         if compacting is None:
             return False
         compact_for, usage = compacting
-        ceiling, reserve = s.ceiling_and_reserve()
-        required = s.estimate_tokens(messages[-1].content) + reserve
-        if getattr(s.provider, "last_reported", None) is None:
-            required += s.estimate_tokens(messages[0].content)
+        ceiling, required = self._required(messages)
         if usage[1] + required <= ceiling:
             return False
         await compact_for(required, limit=ceiling)
         return True
+
+    def _required(self, messages: list[MemMessage]) -> tuple[int, int]:
+        """The live ceiling, and what the new message, tool schemas and the
+        reply reserve need on top of the working set."""
+        s = self.s
+        ceiling, reserve = s.capabilities.ceiling_and_reserve()
+        required = s.tokens_for(messages[-1].content) + reserve + self._schema_tokens()
+        if getattr(s.provider, "last_reported", None) is None:
+            required += s.tokens_for(messages[0].content)
+        return ceiling, required
+
+    def _fits(self, messages: list[MemMessage]) -> bool:
+        usage = self.s.provider.usage()
+        ceiling, required = self._required(messages)
+        return usage is None or usage[1] + required <= ceiling
+
+    def _schema_tokens(self) -> int:
+        """Tool schemas count against the window once the backend reported
+        nothing yet (a report already includes them)."""
+        s = self.s
+        if s.capabilities.supports_tools is False or not s.tool_schemas:
+            return 0
+        if getattr(s.provider, "last_reported", None) is not None:
+            return 0
+        return s.tokens_for(json.dumps(s.tool_schemas))
 
     async def _shrink_after_overflow(self, exc: ContextLengthExceededError) -> bool:
         """Fold enough history that the retried prompt fits what the server said.
@@ -248,7 +305,7 @@ class TurnRunner:
         if compacting is None:
             return False
         compact_for, usage = compacting
-        ceiling, reserve = s.ceiling_and_reserve()
+        ceiling, reserve = s.capabilities.ceiling_and_reserve()
         target = max(0, ceiling - reserve)
         reported = exc.prompt_tokens or 0
         limit = int(usage[1] * target / reported) if reported > target else usage[1] // 2
@@ -273,12 +330,11 @@ class TurnRunner:
         """Stream one reply, running tool rounds; raises BackendError on failure."""
         s, p = self.s, self.p
         wire: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in messages]
-        handlers = tool_handlers(s)
         for round_no in range(MAX_TOOL_ROUNDS + 1):
-            use_tools = s.supports_tools is not False and round_no < MAX_TOOL_ROUNDS
+            use_tools = s.capabilities.supports_tools is not False and round_no < MAX_TOOL_ROUNDS
             result: ChatResult | None = None
             try:
-                tools = TOOL_SCHEMAS if use_tools else None
+                tools = s.tool_schemas if use_tools and s.tool_schemas else None
                 async with aclosing(self._stream(wire, tools)) as stream:
                     async for item in stream:
                         if isinstance(item, ChatResult):
@@ -286,7 +342,7 @@ class TurnRunner:
                         else:
                             yield item
             except ToolsUnsupportedError:
-                await s.record_tools_unsupported()
+                await s.capabilities.record_tools_unsupported()
                 yield ev.Notice("this backend does not accept tools; continuing without them")
                 async with aclosing(self._stream(wire, None)) as stream:
                     async for item in stream:
@@ -301,7 +357,8 @@ class TurnRunner:
                     p.prompt_tokens = result.usage.prompt_tokens
                     p.cached_tokens = result.usage.cached_tokens
                 p.completion_tokens += result.usage.completion_tokens
-                await s.record_accepted_prompt(result.usage.prompt_tokens)
+                with contextlib.suppress(Exception):  # a cache write must not fail a turn
+                    await s.capabilities.record_accepted_prompt(result.usage.prompt_tokens)
             if result.interrupted:
                 p.interrupted = True
                 yield ev.Notice("the reply stream was cut off; the partial reply is kept")
@@ -311,7 +368,8 @@ class TurnRunner:
             wire.append(tool_call_message(result.tool_calls, result.text))
             for call in result.tool_calls:
                 yield ev.ToolCallStarted(call.id, call.name, call.arguments)
-                outcome = await run_tool(handlers, call.name, call.arguments)
+                outcome = await run_tool(s.tools, call.name, call.arguments)
+                sent = cap_result(outcome.result, self._result_cap(), s.tokens_for)
                 p.tool_events.append(
                     {
                         "name": call.name,
@@ -321,6 +379,25 @@ class TurnRunner:
                     }
                 )
                 yield ev.ToolCallFinished(call.id, call.name, outcome.result, outcome.error)
-                wire.append({"role": "tool", "tool_call_id": call.id, "content": outcome.result})
+                wire.append({"role": "tool", "tool_call_id": call.id, "content": sent})
             if p.reply and not p.reply.endswith("\n"):
                 p.reply += "\n\n"
+
+    def _result_cap(self) -> int:
+        ceiling, _ = self.s.capabilities.ceiling_and_reserve()
+        return max(64, int(ceiling * TOOL_RESULT_WINDOW_SHARE))
+
+
+async def _retrying(write: Callable[[], Awaitable[_T]]) -> _T:
+    """Run a store write, retrying while the database stays locked past its
+    busy timeout (another newt holding a long write)."""
+    for attempt in range(FINISH_ATTEMPTS):
+        try:
+            return await write()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if attempt == FINISH_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")

@@ -1,11 +1,11 @@
 """newt's Textual app and the `run_tui` entry point.
 
 Startup (a worker, so the first frame is drawn at once): find or ask for a
-backend, open the store, open the agent session, then resume a conversation
-if asked and show the chat screen. Problems become an error screen with Retry
-/ Change backend / Quit, never a traceback. The store and the session are
-always closed, also when the app dies: an open aiosqlite connection keeps a
-non-daemon thread alive and would hang the process at exit.
+backend, open the agent session (which opens the database it owns), then
+resume a conversation if asked and show the chat screen. Problems become an
+error screen with Retry / Change backend / Quit, never a traceback. The
+session is always closed, also when the app dies: its open database
+connection keeps a non-daemon thread alive and would hang the process at exit.
 """
 
 from __future__ import annotations
@@ -21,32 +21,25 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 
+from newt.agent.views import StoreError
 from newt.config import Config, default_config_path
-from newt.store import Store
-from newt.ui.commands import SlashCommandProvider
+from newt.ui.command_palette import SlashCommandProvider
 from newt.ui.errors import describe
 from newt.ui.screens.chat import ChatScreen
 from newt.ui.screens.setup import BackendSettings, SetupScreen
 from newt.ui.screens.status import ConnectingScreen, ErrorScreen
 from newt.ui.session_api import SessionLike
 
-OpenStore = Callable[[Config], Awaitable[Store]]
-OpenSession = Callable[[Config, Store, Callable[[str], None]], Awaitable[SessionLike]]
+OpenSession = Callable[[Config, Callable[[str], None]], Awaitable[SessionLike]]
 Discover = Callable[[], Any]  # () -> (base_url, model) | None, possibly awaitable
 
 CLOSE_TIMEOUT = 5.0
 
 
-async def _open_store(config: Config) -> Store:
-    return await Store.open(config.db_path)
-
-
-async def _open_session(
-    config: Config, store: Store, on_status: Callable[[str], None]
-) -> SessionLike:
+async def _open_session(config: Config, on_status: Callable[[str], None]) -> SessionLike:
     from newt.agent.session import ChatSession
 
-    session: SessionLike = await ChatSession.open(config, store)
+    session: SessionLike = await ChatSession.open(config)
     return session
 
 
@@ -68,7 +61,6 @@ class NewtApp(App[None]):
         *,
         resume: str | None = None,
         continue_latest: bool = False,
-        open_store: OpenStore = _open_store,
         open_session: OpenSession = _open_session,
         discover: Discover = _discover,
     ) -> None:
@@ -76,9 +68,7 @@ class NewtApp(App[None]):
         self.config = config
         self.resume_id = resume
         self.continue_latest = continue_latest
-        self.store: Store | None = None
         self.session: SessionLike | None = None
-        self._open_store = open_store
         self._open_session = open_session
         self._discover = discover
         self._closed = False
@@ -111,19 +101,16 @@ class NewtApp(App[None]):
     async def _start(self) -> None:
         if not self.config.backend.base_url and not await self._find_backend():
             return
-        try:
-            self._say("Opening the database…")
-            self.store = await self._open_store(self.config)
-        except Exception as exc:
-            await self.push_screen_wait(
-                ErrorScreen("The database could not be opened", describe(exc), can_retry=False)
-            )
-            self.exit(return_code=1)
-            return
         while self.session is None:
             self._say(f"Connecting to {self.config.backend.base_url}…")
             try:
-                self.session = await self._open_session(self.config, self.store, self._say)
+                self.session = await self._open_session(self.config, self._say)
+            except StoreError as exc:
+                await self.push_screen_wait(
+                    ErrorScreen("The database could not be opened", describe(exc), can_retry=False)
+                )
+                self.exit(return_code=1)
+                return
             except Exception as exc:
                 if type(exc).__name__ == "NoBackendConfigured":
                     # e.g. a base URL but no model: the setup form is the fix.
@@ -200,7 +187,7 @@ class NewtApp(App[None]):
         self.exit()
 
     async def aclose(self) -> None:
-        """Stop a reply in flight (kept as interrupted), then close session and store."""
+        """Stop a reply in flight (kept as interrupted), then close the session."""
         if self._closed:
             return
         self._closed = True
@@ -213,9 +200,6 @@ class NewtApp(App[None]):
         if self.session is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.session.close(), CLOSE_TIMEOUT)
-        if self.store is not None:
-            with contextlib.suppress(Exception):
-                await self.store.close()
 
 
 def run_tui(config: Config, *, resume: str | None = None, continue_latest: bool = False) -> int:

@@ -1,19 +1,13 @@
 """Slash commands: one small record each, one parser, one palette provider.
 
 The prompt's `/name arg` and the command palette run the same records through
-the same dispatcher (`ChatScreen.run_command`), so the two can never drift.
+the same dispatcher (`ChatCommands.run`), so the two can never drift. Both
+talk to the screen through the CommandHost protocol.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
-from typing import TYPE_CHECKING
-
-from textual.command import DiscoveryHit, Hit, Hits, Provider
-
-if TYPE_CHECKING:
-    from newt.ui.screens.chat import ChatScreen
 
 
 @dataclass(frozen=True)
@@ -78,43 +72,3 @@ def completions(text: str) -> list[SlashCommand]:
         return []
     prefix = text[1:].lower()
     return [c for c in COMMANDS if c.name.startswith(prefix)]
-
-
-class SlashCommandProvider(Provider):
-    """The slash commands in the command palette (ctrl+p)."""
-
-    def _chat(self) -> ChatScreen | None:
-        from newt.ui.screens.chat import ChatScreen
-
-        for screen in reversed(self.app.screen_stack):
-            if isinstance(screen, ChatScreen):
-                return screen
-        return None
-
-    async def discover(self) -> Hits:
-        chat = self._chat()
-        if chat is None:
-            return
-        for command in COMMANDS:
-            yield DiscoveryHit(
-                f"{command.title} {command.usage}".strip(),
-                partial(chat.palette_command, command),
-                help=command.help,
-            )
-
-    async def search(self, query: str) -> Hits:
-        chat = self._chat()
-        if chat is None:
-            return
-        matcher = self.matcher(query)
-        for command in COMMANDS:
-            # A match on the name beats one that only appears in the help text.
-            score = matcher.match(command.title) or matcher.match(command.help) * 0.3
-            if score > 0:
-                yield Hit(
-                    score,
-                    matcher.highlight(command.title),
-                    partial(chat.palette_command, command),
-                    text=command.title,
-                    help=command.help,
-                )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from newt.text import strip_terminal_escapes
+from newt.agent.views import strip_terminal_escapes
 
 # Meter thresholds, as a share of the budget. The budget itself is already the
 # compaction threshold (e.g. 80% of the window), so "high" means compaction is

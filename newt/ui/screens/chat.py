@@ -2,17 +2,15 @@
 
 One user turn runs in an exclusive async worker that consumes
 `session.send(text)`; cancelling the worker (Esc) lets the session keep the
-partial reply as interrupted. Slash-command handlers live in
-`chat_commands.py`; both the prompt and the command palette reach them through
-`run_command`.
+partial reply as interrupted. Slash commands live in `chat_commands.py`
+and reach the screen through the CommandHost protocol it implements; both the
+prompt and the command palette go through `run_command`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
 from textual import on, work
@@ -25,7 +23,6 @@ from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
 from newt.agent.events import (
-    AgentEvent,
     Compacted,
     Notice,
     RetainedEvidence,
@@ -36,15 +33,13 @@ from newt.agent.events import (
     TurnError,
     UsageReported,
 )
-from newt.store import make_title
+from newt.agent.views import make_title
 from newt.ui.commands import BY_NAME, ParsedCommand, SlashCommand, parse
 from newt.ui.errors import describe
 from newt.ui.format import clean
 from newt.ui.screens.chat_commands import ChatCommands
-from newt.ui.screens.help import HelpScreen
-from newt.ui.screens.memory import MemoryScreen
-from newt.ui.screens.picker import PickerScreen
 from newt.ui.screens.record import RecordScreen
+from newt.ui.screens.turn_stream import END, Outcome, coalesce, pump
 from newt.ui.session_api import SessionLike
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.entries import (
@@ -62,43 +57,6 @@ from newt.ui.widgets.prompt import PromptBar
 from newt.ui.widgets.token_meter import TokenMeter
 
 WIDE = 120  # the evidence sidebar shows by default from this many columns
-_END = object()
-# Commands that would change the conversation under a reply that is streaming.
-NOT_WHILE_BUSY = {"new", "resume", "compact", "model"}
-
-
-@dataclass
-class _Outcome:
-    status: str = "complete"
-    reply: str | None = None
-    error: TurnError | None = None
-    compactions: list[Compacted] = field(default_factory=list)
-
-
-async def _pump(events: AsyncIterator[AgentEvent], queue: asyncio.Queue[Any]) -> None:
-    """Move the session's events into a queue.
-
-    The pump only ever waits inside the session's generator (the queue is
-    unbounded), so cancelling it always interrupts the session itself.
-    """
-    try:
-        async for event in events:
-            queue.put_nowait(event)
-    except Exception as exc:
-        queue.put_nowait(exc)
-    finally:
-        queue.put_nowait(_END)
-
-
-def _coalesce(items: list[Any]) -> list[Any]:
-    """Merge runs of TextDelta into one (rendering per token would lag behind)."""
-    out: list[Any] = []
-    for item in items:
-        if isinstance(item, TextDelta) and out and isinstance(out[-1], TextDelta):
-            out[-1] = TextDelta(out[-1].text + item.text)
-        else:
-            out.append(item)
-    return out
 
 
 class ChatScreen(Screen[None]):
@@ -258,17 +216,17 @@ class ChatScreen(Screen[None]):
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def _turn(self, text: str) -> None:
         log = self.log_view
-        outcome = _Outcome()
+        outcome = Outcome()
         view: AssistantMessage | None = None
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        pump: asyncio.Task[None] | None = None
+        pumping: asyncio.Task[None] | None = None
         try:
             await log.append(UserEntry(text))
             view = cast(AssistantMessage, await log.append(AssistantEntry()))
-            pump = asyncio.create_task(_pump(self.session.send(text), queue))
+            pumping = asyncio.create_task(pump(self.session.send(text), queue))
             while True:
                 item = await queue.get()
-                if item is _END:
+                if item is END:
                     break
                 if isinstance(item, Exception):
                     raise item
@@ -276,9 +234,9 @@ class ChatScreen(Screen[None]):
                 items = [item]
                 while not queue.empty():
                     items.append(queue.get_nowait())
-                for event in _coalesce(items):
-                    if event is _END:
-                        queue.put_nowait(_END)
+                for event in coalesce(items):
+                    if event is END:
+                        queue.put_nowait(END)
                         break
                     if isinstance(event, Exception):
                         raise event
@@ -296,18 +254,18 @@ class ChatScreen(Screen[None]):
                 await view.finish("failed")
             outcome.error = TurnError(describe(exc), retryable=True, kind=type(exc).__name__)
         finally:
-            if pump is not None and not pump.done():
+            if pumping is not None and not pumping.done():
                 # Cancelling the pump delivers the cancellation inside the
                 # session's generator, which then keeps the partial reply.
-                pump.cancel()
+                pumping.cancel()
                 with contextlib.suppress(BaseException):
-                    await pump
+                    await pumping
             self._set_busy(False)
             self.refresh_header()
             self.refresh_meter()
         await self._after_turn(text, view, outcome)
 
-    async def _handle_event(self, view: AssistantMessage, event: Any, outcome: _Outcome) -> None:
+    async def _handle_event(self, view: AssistantMessage, event: Any, outcome: Outcome) -> None:
         if isinstance(event, TextDelta):
             await view.write(clean(event.text))
         elif isinstance(event, ToolCallStarted):
@@ -328,9 +286,7 @@ class ChatScreen(Screen[None]):
             outcome.status, outcome.reply = event.status, clean(event.reply)
             self.refresh_header()  # the first message gave the conversation its title
 
-    async def _after_turn(
-        self, text: str, view: AssistantMessage | None, outcome: _Outcome
-    ) -> None:
+    async def _after_turn(self, text: str, view: AssistantMessage | None, outcome: Outcome) -> None:
         log = self.log_view
         if view is not None and not view.entry.parts and outcome.status == "failed":
             await log.discard(view)
@@ -360,45 +316,7 @@ class ChatScreen(Screen[None]):
 
     def run_command(self, parsed: ParsedCommand) -> None:
         """The one dispatcher for typed commands, key bindings and the palette."""
-        if parsed.command is None:
-            self.feedback(f"Unknown command /{parsed.name}. Type /help for the list.", "warning")
-            return
-        name = parsed.command.name
-        if self.busy and name in NOT_WHILE_BUSY:
-            self.notify(f"/{name} waits until the reply finishes (Esc stops it).")
-            return
-        # Commands that only open a panel run at once; the rest go to a worker.
-        if name == "help":
-            self.app.push_screen(HelpScreen())
-        elif name == "memory":
-            self.app.push_screen(MemoryScreen(self.session.memory_status()))
-        elif name == "evidence":
-            self.toggle_sidebar()
-        elif name == "quit":
-            self.app.call_later(self.app.action_quit)
-        elif name == "resume" and not parsed.arg:
-            current = self.session.conversation.id if self.session.conversation else None
-            self.app.push_screen(
-                PickerScreen(self.session.search_conversations, current), self._picked
-            )
-        else:
-            self._command(name, parsed.arg)
-
-    def _picked(self, conv_id: str | None) -> None:
-        if conv_id:
-            self._command("resume", conv_id)
-
-    @work(group="command", exit_on_error=False)
-    async def _command(self, name: str, arg: str) -> None:
-        handler = getattr(self.commands, f"cmd_{name}")
-        try:
-            await handler(arg)
-        except Exception as exc:
-            # Errors the session raises for the user (unknown conversation, a
-            # note that matches twice...) read best inline, beside the command.
-            self.feedback(describe(exc), "warning")
-            if not type(exc).__module__.startswith("newt."):
-                raise
+        self.commands.run(parsed)
 
     @on(EvidenceSidebar.CapsuleSelected)
     def _capsule_selected(self, event: EvidenceSidebar.CapsuleSelected) -> None:

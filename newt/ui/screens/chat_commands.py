@@ -1,21 +1,29 @@
-"""The slash-command handlers that talk to the session (one `cmd_<name>` each).
+"""The slash-command dispatcher and its handlers (one `cmd_<name>` each).
 
-`ChatScreen.run_command` is the dispatcher; it runs these in a worker so a
-slow database or backend never blocks the screen's message queue.
+`ChatCommands.run` is the one dispatcher for typed commands, key bindings and
+the palette. Handlers that talk to the session run in a worker so a slow
+database or backend never blocks the screen's message queue. Everything goes
+through the CommandHost protocol: this module never imports the screen.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from newt.ui.command_host import CommandHost
+from newt.ui.commands import ParsedCommand
+from newt.ui.errors import describe
 from newt.ui.format import tokens
+from newt.ui.screens.help import HelpScreen
+from newt.ui.screens.memory import MemoryScreen
+from newt.ui.screens.picker import PickerScreen
 from newt.ui.session_api import SessionLike
 from newt.ui.widgets.entries import CompactionEntry, compaction_summary
 
-if TYPE_CHECKING:
-    from newt.ui.screens.chat import ChatScreen
+# Commands that would change the conversation under a reply that is streaming
+# (the session would also make them wait for its lock; refusing says why).
+NOT_WHILE_BUSY = {"new", "resume", "compact", "model"}
 
 
 def export_path(title: str, conv_id: str, fmt: str, directory: Path) -> Path:
@@ -31,14 +39,57 @@ def export_path(title: str, conv_id: str, fmt: str, directory: Path) -> Path:
 
 
 class ChatCommands:
-    """`cmd_<name>(arg)` for each command that talks to the session."""
+    """`run` dispatches; `cmd_<name>(arg)` for each command that talks to the session."""
 
-    def __init__(self, screen: ChatScreen) -> None:
+    def __init__(self, screen: CommandHost) -> None:
         self.screen = screen
 
     @property
     def session(self) -> SessionLike:
         return self.screen.session
+
+    def run(self, parsed: ParsedCommand) -> None:
+        screen = self.screen
+        if parsed.command is None:
+            screen.feedback(f"Unknown command /{parsed.name}. Type /help for the list.", "warning")
+            return
+        name = parsed.command.name
+        if screen.busy and name in NOT_WHILE_BUSY:
+            screen.notify(f"/{name} waits until the reply finishes (Esc stops it).")
+            return
+        # Commands that only open a panel run at once; the rest go to a worker.
+        app = screen.app
+        if name == "help":
+            app.push_screen(HelpScreen())
+        elif name == "memory":
+            app.push_screen(MemoryScreen(self.session.memory_status()))
+        elif name == "evidence":
+            screen.toggle_sidebar()
+        elif name == "quit":
+            app.call_later(app.action_quit)
+        elif name == "resume" and not parsed.arg:
+            current = self.session.conversation.id if self.session.conversation else None
+            app.push_screen(PickerScreen(self.session.search_conversations, current), self._picked)
+        else:
+            self._start(name, parsed.arg)
+
+    def _picked(self, conv_id: str | None) -> None:
+        if conv_id:
+            self._start("resume", conv_id)
+
+    def _start(self, name: str, arg: str) -> None:
+        self.screen.run_worker(self._command(name, arg), group="command", exit_on_error=False)
+
+    async def _command(self, name: str, arg: str) -> None:
+        handler = getattr(self, f"cmd_{name}")
+        try:
+            await handler(arg)
+        except Exception as exc:
+            # Errors the session raises for the user (unknown conversation, a
+            # note that matches twice...) read best inline, beside the command.
+            self.screen.feedback(describe(exc), "warning")
+            if not type(exc).__module__.startswith("newt."):
+                raise
 
     async def cmd_new(self, arg: str) -> None:
         await self.session.new_conversation()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
 
 from textual import on, work
@@ -16,10 +16,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from newt.store import Conversation
+from newt.agent.views import ConversationView as Conversation
 from newt.ui.format import ago, one_line
 
-Search = Callable[[str], Awaitable[list[Conversation]]]
+Search = Callable[[str], Awaitable[Sequence[Conversation]]]
 SEARCH_DELAY = 0.15  # debounce: one query per pause in typing, not per key
 
 
@@ -76,7 +76,7 @@ class PickerScreen(ModalScreen[str | None]):
         except Exception as exc:
             status.update(Content(f"Search failed: {exc}"))
             return
-        self.results = found
+        self.results = list(found)
         options = self.query_one("#picker-list", OptionList)
         options.clear_options()
         options.add_options(

@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import LoadingIndicator, Static
 
-from newt.store import MemoryRecord
+from newt.agent.views import RecordView as MemoryRecord
 from newt.ui.format import clean
 
 Fetch = Callable[[str], Awaitable[MemoryRecord | None]]

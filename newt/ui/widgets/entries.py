@@ -9,11 +9,12 @@ the same thing.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from newt.memory.compaction import record_summary
-from newt.store import StoredTurn
+from newt.agent.views import HistoryEntry
+from newt.agent.views import compaction_summary as record_summary
 from newt.ui.format import clean
 
 
@@ -92,12 +93,12 @@ def _tool_call(event: dict[str, Any], index: int) -> ToolCall:
     )
 
 
-def entries_from_history(turns: list[StoredTurn]) -> list[Entry]:
+def entries_from_history(turns: Sequence[HistoryEntry]) -> list[Entry]:
     """The durable log as log entries (compaction records become dividers)."""
     entries: list[Entry] = []
     for turn in turns:
         if turn.kind == "compaction":
-            entries.append(CompactionEntry(compaction_summary(turn.user), turn.resident_turns))
+            entries.append(CompactionEntry(clean(turn.summary), turn.resident_turns))
             continue
         entries.append(UserEntry(turn.user))
         parts: list[str | ToolCall] = [

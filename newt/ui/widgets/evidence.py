@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from newt.recall import EvidenceCapsule, RetentionReport
+from newt.agent.views import EvidenceCapsule, RetentionReport
 from newt.ui.format import clean, retention_header
 
 EXCERPT_CHARS = 400  # the excerpt is already budget-bounded; this only guards layout

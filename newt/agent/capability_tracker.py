@@ -1,0 +1,86 @@
+"""What newt knows about one (base_url, model) pair, and what a turn teaches it.
+
+The capability cache (newt.store) outlives sessions; this object is the live
+view of it for one session: the resolved budget and its source, whether the
+backend takes tools, the live context ceiling (lowered by an observed
+overflow) and the learned token estimate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from newt.backend import capabilities as caps
+from newt.backend.errors import ContextLengthExceededError
+from newt.backend.probe import probe_context_window
+from newt.config import Config
+from newt.store import CapabilityRepo, ModelCapabilities
+
+# Tokens kept free for the reply when checking that a prompt fits.
+REPLY_RESERVE_MAX = 1024
+
+
+class CapabilityTracker:
+    def __init__(self, repo: CapabilityRepo, config: Config, base_url: str, model: str) -> None:
+        self.repo = repo
+        self.config = config
+        self.base_url = base_url
+        self.model = model
+        self.budget = caps.resolve_budget(config.memory.context_tokens, None)
+        self.supports_tools: bool | None = None
+        self.live_ceiling: int | None = None
+        self.cached: ModelCapabilities | None = None
+        self._saved_estimate: tuple[float, ...] | None = None
+
+    async def refresh(self, *, probe: bool) -> None:
+        """Probe the backend (optionally) and re-resolve budget, tools and ceiling."""
+        if probe:
+            found = await probe_context_window(self.base_url, self.model, self.config.api_key)
+            if found.context_window:
+                await caps.record_probe(self.repo, self.base_url, self.model, found.context_window)
+        cap = await self.repo.get(self.base_url, self.model)
+        self.cached = cap
+        self.budget = caps.resolve_budget(self.config.memory.context_tokens, cap)
+        self.supports_tools = cap.supports_tools if cap else None
+        self.live_ceiling = self._ceiling_from(cap)
+
+    def _ceiling_from(self, cap: ModelCapabilities | None) -> int | None:
+        if cap is None:
+            return self.config.memory.context_tokens
+        limits = [v for v in (cap.context_window, cap.safe_context) if v]
+        if self.config.memory.context_tokens:
+            limits.append(self.config.memory.context_tokens)
+        return min(limits) if limits else None
+
+    def ceiling_and_reserve(self) -> tuple[int, int]:
+        """The live context ceiling and the tokens kept free for the reply."""
+        ceiling = self.live_ceiling or self.budget.context_tokens
+        return ceiling, min(REPLY_RESERVE_MAX, ceiling // 4)
+
+    async def record_overflow(self, exc: ContextLengthExceededError) -> None:
+        overflow_at = exc.prompt_tokens or exc.context_window or self.budget.context_tokens
+        await caps.record_overflow(self.repo, self.base_url, self.model, overflow_at)
+        self.live_ceiling = self._ceiling_from(await self.repo.get(self.base_url, self.model))
+
+    async def record_tools_unsupported(self) -> None:
+        self.supports_tools = False
+        await caps.record_tools_unsupported(self.repo, self.base_url, self.model)
+
+    async def record_accepted_prompt(self, prompt_tokens: int) -> None:
+        await caps.record_accepted_prompt(self.repo, self.base_url, self.model, prompt_tokens)
+
+    async def remember_estimate(self, provider: Any) -> None:
+        """Keep the learned estimate (ratio and template glue) per model for next time."""
+        ratio = getattr(provider, "learned_chars_per_token", None)
+        glue = getattr(provider, "learned_glue", None)
+        if ratio is None or glue is None:
+            return
+        learned = (float(ratio), *glue)
+        if learned == self._saved_estimate:  # skip the read when nothing moved
+            return
+        cap = await self.repo.get(self.base_url, self.model)
+        if cap is None:
+            return
+        cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens = learned
+        await self.repo.put(cap)
+        self._saved_estimate = learned

@@ -1,0 +1,135 @@
+"""The durable log of the conversation a session holds, and what of it is resident.
+
+Owns the conversation row and its turns in the store (append-only apart from
+a pending turn being completed), and the retrieval keys of what the working
+set holds now: those are excluded from recall, since the model already sees
+them.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from newt.agent import events as ev
+from newt.memory import MemoryProvider
+from newt.store import Conversation, Store, StoredTurn, make_title
+
+_RESIDENT_STATUSES = ("complete", "interrupted")
+_T = TypeVar("_T")
+
+
+class ConversationLog:
+    def __init__(self, store: Store, *, model: str, base_url: str) -> None:
+        self.store = store
+        self.model = model
+        self.base_url = base_url
+        self.conversation: Conversation | None = None
+        # Keys of resident ordinary turns, oldest first, and of the record at
+        # the head of the working set. Kept apart so a fold can never leave an
+        # old record's key among the turns' (it would hide a resident turn).
+        self._turn_keys: list[str] = []
+        self._record_key: str | None = None
+        self.last_turn_id: int | None = None
+
+    # -- which conversation ------------------------------------------------------
+
+    def clear(self) -> None:
+        self.conversation = None
+        self._turn_keys, self._record_key, self.last_turn_id = [], None, None
+
+    async def load(self, conv: Conversation) -> list[StoredTurn]:
+        """Switch to `conv`; returns its log for the provider to restore from."""
+        self.clear()
+        self.conversation = conv
+        log = await self.store.turns.for_conversation(conv.id)
+        self.last_turn_id = log[-1].id if log else None
+        return log
+
+    def track_resident(self, log: list[StoredTurn], resident_turns: int) -> None:
+        """After a restore: the keys of the `resident_turns` newest turns and the record."""
+        kept = [t for t in log if t.kind == "turn" and t.status in _RESIDENT_STATUSES]
+        records = [t for t in log if t.kind == "compaction"]
+        self._turn_keys = [f"t{t.id}" for t in _newest(kept, resident_turns)]
+        self._record_key = f"c{records[-1].id}" if records else None
+
+    async def ensure(self) -> Conversation:
+        if self.conversation is None:
+            self.conversation = await self.store.conversations.create(
+                model=self.model, base_url=self.base_url
+            )
+        return self.conversation
+
+    async def history(self) -> list[StoredTurn]:
+        if self.conversation is None:
+            return []
+        return await self.store.turns.for_conversation(self.conversation.id)
+
+    async def changed_elsewhere(self) -> bool:
+        """Did another process append to this conversation since we loaded it?"""
+        if self.conversation is None:
+            return False
+        log = await self.store.turns.for_conversation(self.conversation.id)
+        return (log[-1].id if log else None) != self.last_turn_id
+
+    # -- the turn's writes ---------------------------------------------------------
+
+    async def begin(self, text: str) -> int:
+        """Persist the user's words (pending) before anything is sent."""
+        conv = await self.ensure()
+        turn_id = await self.store.turns.add_pending(conv.id, text)
+        if not conv.title:
+            conv.title = make_title(text)  # the store titled it the same way
+        self.last_turn_id = turn_id
+        return turn_id
+
+    async def complete(
+        self,
+        turn_id: int,
+        reply: str,
+        *,
+        interrupted: bool,
+        tokens_in: int | None,
+        tokens_out: int | None,
+        tool_events: list[dict[str, object]],
+    ) -> None:
+        await self.store.turns.complete(
+            turn_id,
+            reply,
+            status="interrupted" if interrupted else "complete",
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            tool_events=tool_events,
+        )
+        self._turn_keys.append(f"t{turn_id}")
+
+    async def fail(self, turn_id: int, message: str) -> None:
+        await self.store.turns.fail(turn_id, message)
+
+    async def persist_compaction(
+        self, provider: MemoryProvider, reason: str
+    ) -> ev.Compacted | None:
+        """Append the provider's new compaction record, if it minted one."""
+        record = provider.take_compaction_record()
+        if record is None or self.conversation is None:
+            return None
+        usage = provider.usage()
+        used_after = usage[1] if usage else 0
+        resident = provider.resident_turns()
+        turn_id = await self.store.turns.add_compaction(
+            self.conversation.id, record, resident_turns=resident, used_after=used_after
+        )
+        self.last_turn_id = turn_id
+        self._turn_keys = _newest(self._turn_keys, resident)
+        self._record_key = f"c{turn_id}"
+        return ev.Compacted(record, resident, used_after, reason)
+
+    def resident_keys(self) -> set[str]:
+        keys = set(self._turn_keys)
+        if self._record_key is not None:
+            keys.add(self._record_key)
+        return keys
+
+
+def _newest(items: list[_T], n: int) -> list[_T]:
+    """The last `n` items (none for n <= 0; all when n exceeds the list)."""
+    return items[max(0, len(items) - n) :] if n > 0 else []

@@ -1,0 +1,39 @@
+"""Problems with a request to the session that the user can fix (bad id, no backend)."""
+
+from __future__ import annotations
+
+from newt.store import Conversation, Store
+
+
+class SessionError(Exception):
+    """A user-facing problem with a request to the session (bad id, no backend...)."""
+
+
+class ConversationNotFound(SessionError):
+    pass
+
+
+class AmbiguousConversation(SessionError):
+    pass
+
+
+class NoBackendConfigured(SessionError):
+    pass
+
+
+async def resolve_conversation(store: Store, prefix: str) -> Conversation:
+    """The one conversation whose id starts with `prefix`."""
+    prefix = prefix.strip()
+    if not prefix:
+        raise ConversationNotFound("no conversation id given")
+    found = await store.conversations.find_by_prefix(prefix)
+    if not found:
+        raise ConversationNotFound(
+            f"no conversation with id {prefix!r}; `newt list` shows the saved ones"
+        )
+    if len(found) > 1:
+        ids = ", ".join(c.id[:12] for c in found[:5])
+        raise AmbiguousConversation(
+            f"{len(found)} conversations start with {prefix!r} ({ids}); give more characters"
+        )
+    return found[0]

@@ -1,0 +1,74 @@
+"""The figures the /memory panel, the token meter and `--json` show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from newt.memory import MemoryProvider
+from newt.memory.notes import NoteBook
+from newt.recall import RetentionReport
+
+
+@dataclass
+class MemoryStatus:
+    """Everything the /memory panel and `--json` report."""
+
+    provider: str
+    label: str
+    used: int
+    budget: int
+    budget_source: str
+    context_tokens: int
+    last_reported: int | None
+    estimate_delta: int
+    resident_turns: int
+    total_turns: int
+    compactions: int
+    notes_used: int
+    notes_limit: int
+    last_retention: RetentionReport | None = None
+
+
+def memory_status(
+    provider: MemoryProvider, budget: Any, notes: NoteBook, last_retention: RetentionReport | None
+) -> MemoryStatus:
+    usage = provider.usage() or ("tokens", 0, 0)
+    p: Any = provider
+    return MemoryStatus(
+        provider=provider.name,
+        label=usage[0],
+        used=usage[1],
+        budget=usage[2],
+        budget_source=budget.source,
+        context_tokens=budget.context_tokens,
+        last_reported=getattr(p, "last_reported", None),
+        estimate_delta=getattr(p, "estimate_delta", 0),
+        resident_turns=provider.resident_turns(),
+        total_turns=getattr(p, "total_turns", provider.resident_turns()),
+        compactions=getattr(p, "compactions", 0),
+        notes_used=notes.used_chars,
+        notes_limit=notes.limit,
+        last_retention=last_retention,
+    )
+
+
+def dump_report(report: RetentionReport | None) -> dict[str, Any] | None:
+    if report is None:
+        return None
+    return {
+        "budget_tokens": report.budget_tokens,
+        "retained_tokens": report.retained_tokens,
+        "candidates_examined": report.candidates_examined,
+        "dropped": report.dropped,
+        "capsules": [
+            {
+                "id": c.id,
+                "retrieval_key": c.retrieval_key,
+                "excerpt": c.excerpt,
+                "tokens": c.tokens,
+                "recoverability": c.recoverability,
+            }
+            for c in report.capsules
+        ],
+    }

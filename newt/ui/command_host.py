@@ -1,0 +1,39 @@
+"""What slash commands and palette entries need from the screen that runs them.
+
+The chat screen implements this; commands.py and chat_commands.py depend on
+the protocol only, so neither imports the screen (and no import cycle forms).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from newt.ui.commands import SlashCommand
+    from newt.ui.session_api import SessionLike
+    from newt.ui.widgets.chat_log import ChatLog
+    from newt.ui.widgets.evidence import EvidenceSidebar
+
+
+@runtime_checkable
+class CommandHost(Protocol):
+    session: SessionLike
+    busy: bool
+
+    @property
+    def app(self) -> Any: ...
+
+    @property
+    def log_view(self) -> ChatLog: ...
+    @property
+    def sidebar(self) -> EvidenceSidebar: ...
+    def feedback(self, text: str, level: str = "feedback") -> None: ...
+    @property
+    def notify(self) -> Any: ...  # Textual's DOMNode.notify
+    def refresh_header(self) -> None: ...
+    def refresh_meter(self) -> None: ...
+    def load_conversation(self) -> Any: ...
+    def toggle_sidebar(self) -> None: ...
+    def palette_command(self, command: SlashCommand) -> None: ...
+    @property
+    def run_worker(self) -> Any: ...  # Textual's DOMNode.run_worker
