@@ -151,3 +151,30 @@ def test_two_continues_at_once_both_store_their_turns(tmp_path: Path) -> None:
         conn.close()
     assert conversations == 1  # both continued the one conversation
     assert stored_prompts(home / "newt.db", [*first.prompts, *both.prompts]) == 3
+
+
+async def test_cancelling_a_write_that_waits_for_the_lock_leaves_no_transaction_open(
+    tmp_path: Path,
+) -> None:
+    """Esc while BEGIN waits in SQLite's busy handler: the BEGIN still completes in the
+    connection's thread after the await is cancelled; it must not keep the lock."""
+    path = tmp_path / "newt.db"
+    async with await Store.open(path) as store:
+        _taken, holder = _hold_lock(path, "BEGIN IMMEDIATE", 0.6)
+        try:
+            write = asyncio.create_task(store.conversations.create(model="never"))
+            await asyncio.sleep(0.2)  # BEGIN IMMEDIATE is now waiting on the holder
+            write.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await write
+        finally:
+            holder.join()
+        conv = await store.conversations.create(model="after")  # our connection is usable
+        assert not store.db.conn.in_transaction
+        other = sqlite3.connect(path, timeout=0.5)  # and the lock is free for others
+        try:
+            other.execute("INSERT INTO notes(content, created_at) VALUES ('x', 0)")
+            other.commit()
+        finally:
+            other.close()
+        assert [c.model for c in await store.conversations.list()] == [conv.model]

@@ -150,15 +150,30 @@ class Database:
         """
         begin = "BEGIN EXCLUSIVE" if exclusive else "BEGIN IMMEDIATE"
         async with self._tx_lock:
-            await self.retry_busy(lambda: self.conn.execute(begin))
             try:
+                await self.retry_busy(lambda: self.conn.execute(begin))
                 yield self.conn
                 await self.retry_busy(lambda: self.conn.execute("COMMIT"))
             except BaseException:
-                # SQLite may already have rolled back (some errors end the transaction)
-                if self.conn.in_transaction:
-                    await self.conn.execute("ROLLBACK")
+                await self._rollback()
                 raise
+
+    async def _rollback(self) -> None:
+        """Undo the open transaction, if there is one.
+
+        Always sent, never decided by `in_transaction`: a cancelled await does
+        not stop its statement in the connection's thread, so a BEGIN (or
+        COMMIT) may still be about to run. The connection runs statements in
+        order, so this ROLLBACK comes after it and sees the final state; when
+        nothing is open SQLite says so, and that is fine.
+        """
+        try:
+            await asyncio.shield(self.conn.execute("ROLLBACK"))
+        except sqlite3.OperationalError as exc:
+            if "no transaction is active" not in str(exc):
+                raise
+        except ValueError:  # the connection is already closed: nothing to undo
+            pass
 
     async def schema_version(self) -> int:
         cur = await self.conn.execute(
