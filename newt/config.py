@@ -23,6 +23,7 @@ import platformdirs
 import tomlkit
 import tomlkit.exceptions
 
+from newt.files import ensure_private_dir, write_private
 from newt.resources import asset_text
 
 APP_NAME = "newt"
@@ -281,7 +282,6 @@ def save_settings(path: Path, updates: dict[str, dict[str, Any]]) -> None:
             if "api_key" in key and key != "api_key_env":
                 raise ValueError("API keys are never written to the config file")
             container[key] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    tmp.replace(path)
+    # private by default (0700 directory, 0600 file); an existing file keeps its mode
+    ensure_private_dir(path.parent)
+    write_private(path, tomlkit.dumps(doc))

@@ -106,12 +106,15 @@ async def test_turns_without_a_report_add_their_estimate_to_the_delta() -> None:
 
 async def test_used_never_goes_negative() -> None:
     p = TokenBudget(1000, 0.5).with_estimation(TokenEstimation(1))
-    await p.sync_turn("u" * 300, "a", reported(10, 1))
-    await p.sync_turn("u" * 300, "a", reported(20, 1))
-    # The backend under-reported; pruning the oldest turn subtracts its
-    # estimate (301) from a 21-token anchor: clamp at zero, not below.
-    await p.sync_turn("u" * 300, "a", reported(30, 1))
-    assert p.usage()[1] >= 0
+    await p.sync_turn("u" * 2000, "a", reported(10, 1))
+    await p.sync_turn("u" * 2000, "a", reported(20, 1))
+    # The backend under-reported: a 21-token anchor for two 2001-token turns.
+    # Folding the oldest subtracts its estimate, which takes anchor + delta
+    # far below zero; `used` clamps at zero instead.
+    assert await p.compact()
+    assert p.last_reported is not None
+    assert p.last_reported + p.estimate_delta < 0  # the clamp is really reached
+    assert p.usage()[1] == 0
 
 
 async def test_twenty_turns_no_double_counting() -> None:

@@ -3,7 +3,12 @@
 from newt.store.capabilities import CapabilityRepo
 from newt.store.conversations import ConversationRepo, TurnRepo, make_title
 from newt.store.db import Database
-from newt.store.errors import DatabaseTooNewError, NotADatabaseError, StoreError
+from newt.store.errors import (
+    DatabaseBusyError,
+    DatabaseTooNewError,
+    NotADatabaseError,
+    StoreError,
+)
 from newt.store.migrations import SCHEMA_VERSION
 from newt.store.models import (
     Conversation,
@@ -48,6 +53,7 @@ __all__ = [
     "Conversation",
     "ConversationRepo",
     "Database",
+    "DatabaseBusyError",
     "DatabaseTooNewError",
     "MemoryRecord",
     "ModelCapabilities",

@@ -8,20 +8,42 @@ closes it.
 from __future__ import annotations
 
 import asyncio
+import random
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 import aiosqlite
 
-from newt.store.errors import DatabaseTooNewError, NotADatabaseError, StoreError
+from newt.files import create_private_file, ensure_private_dir
+from newt.store.errors import (
+    DatabaseBusyError,
+    DatabaseTooNewError,
+    NotADatabaseError,
+    StoreError,
+)
 from newt.store.migrations import MIGRATIONS, SCHEMA_VERSION
+
+T = TypeVar("T")
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 5000
+"""SQLite's own wait for a lock, inside each statement."""
+LOCK_WAIT_S = 30.0
+"""The longest newt waits, in all, for another process's write lock before giving up."""
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def is_busy(exc: sqlite3.OperationalError) -> bool:
+    """True when `exc` means "someone else holds the lock" (worth waiting for)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _BUSY_CODES  # extended codes such as SQLITE_BUSY_SNAPSHOT too
+    return "locked" in str(exc)
 
 
 def _check_header(path: Path) -> None:
@@ -47,15 +69,25 @@ class Database:
     async def open(cls, path: Path | str, *, migrate: bool = True) -> Database:
         path = Path(path)
         if str(path) != ":memory:":
-            path.parent.mkdir(parents=True, exist_ok=True)
+            ensure_private_dir(path.parent)
             _check_header(path)
-        conn = await aiosqlite.connect(str(path), isolation_level=None)
+            # Made here, 0600, so SQLite (which copies the database's mode to
+            # its -wal and -shm files) never creates it world-readable.
+            create_private_file(path)
+        # `timeout` is SQLite's busy timeout, set by connect() itself: it is in
+        # force before the first statement, so no statement can fail at once
+        # with "database is locked" while another process holds the lock.
+        conn = await aiosqlite.connect(
+            str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+        )
         db = cls(path, conn)
         try:
-            conn.row_factory = aiosqlite.Row
             await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.row_factory = aiosqlite.Row
             await conn.execute("PRAGMA foreign_keys = ON")
-            await conn.execute("PRAGMA journal_mode = WAL")
+            # Switching a fresh file to WAL needs an exclusive lock, and SQLite
+            # can report a conflict there without waiting: retry, bounded.
+            await db.retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))
             await conn.execute("PRAGMA synchronous = NORMAL")
             if migrate:
                 await db.migrate()
@@ -85,21 +117,63 @@ class Database:
     ) -> None:
         await self.close()
 
+    async def retry_busy(self, statement: Callable[[], Awaitable[T]]) -> T:
+        """Run `statement`, again and again while the database is locked by someone else.
+
+        SQLite already waits BUSY_TIMEOUT_MS inside each attempt; this outer
+        loop covers the cases where it does not (a journal-mode switch) and a
+        writer that holds the lock longer than that. After LOCK_WAIT_S in all
+        it gives up with DatabaseBusyError.
+        """
+        deadline = time.monotonic() + LOCK_WAIT_S
+        pause = 0.02
+        while True:
+            try:
+                return await statement()
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                if time.monotonic() + pause > deadline:
+                    raise DatabaseBusyError(self.path, LOCK_WAIT_S) from exc
+            # jitter, so two waiting processes do not retry in lockstep
+            await asyncio.sleep(pause * random.uniform(0.5, 1.5))
+            pause = min(pause * 2, 0.5)
+
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error.
+    async def transaction(self, *, exclusive: bool = False) -> AsyncIterator[aiosqlite.Connection]:
+        """BEGIN IMMEDIATE (or EXCLUSIVE) ... COMMIT, rolled back on any error.
 
         Serialised with a lock because every task shares this one connection.
+        The write lock is taken at BEGIN, so a busy database shows up there (and
+        is waited for) before any work is done; COMMIT is retried the same way
+        (after a busy COMMIT the transaction is still open and can commit).
         """
+        begin = "BEGIN EXCLUSIVE" if exclusive else "BEGIN IMMEDIATE"
         async with self._tx_lock:
-            await self.conn.execute("BEGIN IMMEDIATE")
             try:
+                await self.retry_busy(lambda: self.conn.execute(begin))
                 yield self.conn
+                await self.retry_busy(lambda: self.conn.execute("COMMIT"))
             except BaseException:
-                await self.conn.execute("ROLLBACK")
+                await self._rollback()
                 raise
-            else:
-                await self.conn.execute("COMMIT")
+
+    async def _rollback(self) -> None:
+        """Undo the open transaction, if there is one.
+
+        Always sent, never decided by `in_transaction`: a cancelled await does
+        not stop its statement in the connection's thread, so a BEGIN (or
+        COMMIT) may still be about to run. The connection runs statements in
+        order, so this ROLLBACK comes after it and sees the final state; when
+        nothing is open SQLite says so, and that is fine.
+        """
+        try:
+            await asyncio.shield(self.conn.execute("ROLLBACK"))
+        except sqlite3.OperationalError as exc:
+            if "no transaction is active" not in str(exc):
+                raise
+        except ValueError:  # the connection is already closed: nothing to undo
+            pass
 
     async def schema_version(self) -> int:
         cur = await self.conn.execute(
@@ -112,11 +186,22 @@ class Database:
         return int(row[0]) if row else 0
 
     async def migrate(self, target: int = SCHEMA_VERSION) -> None:
-        """Apply every migration above the recorded version, up to `target`."""
+        """Apply every migration above the recorded version, up to `target`.
+
+        Another newt may be migrating the same file right now. The version is
+        therefore read again inside an exclusive write lock, and only what is
+        still missing then is applied; the read outside the lock only lets an
+        up-to-date database skip taking the lock.
+        """
         current = await self.schema_version()
         if current > SCHEMA_VERSION:
             raise DatabaseTooNewError(self.path, current, SCHEMA_VERSION)
-        async with self.transaction() as conn:
+        if current >= target:
+            return
+        async with self.transaction(exclusive=True) as conn:
+            current = await self.schema_version()
+            if current > SCHEMA_VERSION:
+                raise DatabaseTooNewError(self.path, current, SCHEMA_VERSION)
             await conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"

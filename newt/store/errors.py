@@ -2,7 +2,8 @@
 
 StoreError
  ├── NotADatabaseError     the file exists but is not an SQLite database
- └── DatabaseTooNewError   written by a newer newt; we refuse to touch it
+ ├── DatabaseTooNewError   written by a newer newt; we refuse to touch it
+ └── DatabaseBusyError     another process held the write lock for too long
 """
 
 from __future__ import annotations
@@ -32,3 +33,13 @@ class DatabaseTooNewError(StoreError):
         self.path = path
         self.found = found
         self.supported = supported
+
+
+class DatabaseBusyError(StoreError):
+    def __init__(self, path: Path, waited_s: float) -> None:
+        super().__init__(
+            f"{path} stayed locked by another process for {waited_s:.0f} s "
+            "(another newt writing, or one that hangs); newt stopped waiting. Try again."
+        )
+        self.path = path
+        self.waited_s = waited_s
