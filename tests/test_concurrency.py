@@ -18,7 +18,7 @@ import newt.store.db as dbmod
 from benchmarks.concurrent_prints import run_round, stored_prompts
 from newt.store import SCHEMA_VERSION, Database, DatabaseBusyError, Store
 from newt.store.migrations import MIGRATIONS
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI, Reply
 
 
 def _hold_lock(path: Path, begin: str, seconds: float) -> tuple[threading.Event, threading.Thread]:
@@ -141,7 +141,14 @@ def test_two_continues_at_once_both_store_their_turns(tmp_path: Path) -> None:
     with FakeOpenAI() as server:
         first = run_round(server.base_url, home, processes=1, tag="start-")
         assert first.failures == [] and first.stored == 1
+        # a slow reply keeps the first writer busy while the second starts
+        server.default_reply = Reply(first_byte_delay_s=0.8)
         both = run_round(server.base_url, home, processes=2, extra_args=("-c",), tag="again-")
+        asked = [
+            r.body["messages"]
+            for r in server.chat_requests
+            if "again-" in str(r.body["messages"][-1]["content"])
+        ]
     assert both.failures == []
     assert both.stored == 2
     conn = sqlite3.connect(home / "newt.db")
@@ -151,6 +158,10 @@ def test_two_continues_at_once_both_store_their_turns(tmp_path: Path) -> None:
         conn.close()
     assert conversations == 1  # both continued the one conversation
     assert stored_prompts(home / "newt.db", [*first.prompts, *both.prompts]) == 3
+    # One writer at a time: the second built on the first one's turn.
+    assert len(asked) == 2
+    (earlier,) = [p for p in both.prompts if p in asked[0][-1]["content"]]
+    assert any(m["content"] == earlier for m in asked[1][:-1])
 
 
 async def test_cancelling_a_write_that_waits_for_the_lock_leaves_no_transaction_open(

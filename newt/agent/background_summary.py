@@ -25,9 +25,14 @@ log = logging.getLogger(__name__)
 
 class BackgroundSummary:
     def __init__(
-        self, lock: asyncio.Lock, log: ConversationLog, current: Callable[[], MemoryProvider]
+        self,
+        lock: asyncio.Lock,
+        log: ConversationLog,
+        current: Callable[[], MemoryProvider],
+        writer: Callable[[], Any],
     ) -> None:
         self.lock = lock
+        self.writer = writer
         self.log = log
         self.current = current
         self._task: asyncio.Task[None] | None = None
@@ -48,16 +53,21 @@ class BackgroundSummary:
                 result = await provider.summarize_pending()  # no lock: turns go on meanwhile
                 if result is None:
                     return  # failed: the fallback stays; the next fold retries
-                async with self.lock:  # applied between turns, never under one
+                async with self.lock, self.writer():  # between turns, never under one
                     if provider is not self.current():
                         return  # the model changed: this provider is gone
+                    if await self.log.changed_elsewhere():
+                        # another newt appended since: our working set is stale, so
+                        # the record it would store could not be restored; that newt
+                        # resumes the summary from the log itself
+                        return
                     if not cast(Any, provider).apply_summary(result):
                         return
                     await self.log.persist_compaction(provider, "summary")
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.warning("background summary failed; the fallback record stands", exc_info=True)
+            log.debug("background summary failed; the fallback record stands", exc_info=True)
 
     async def wait(self, timeout: float | None = None) -> bool:
         """Let a running summary finish (print mode, before exiting)."""

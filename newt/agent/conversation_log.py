@@ -29,20 +29,24 @@ class ConversationLog:
         # old record's key among the turns' (it would hide a resident turn).
         self._turn_keys: list[str] = []
         self._record_key: str | None = None
-        self.last_turn_id: int | None = None
+        # (rows, newest id, pending rows) as of our last read or write: another
+        # newt appending or completing a turn changes it.
+        self._seen: tuple[int, int | None, int] = (0, None, 0)
 
     # -- which conversation ------------------------------------------------------
 
     def clear(self) -> None:
         self.conversation = None
-        self._turn_keys, self._record_key, self.last_turn_id = [], None, None
+        self._turn_keys, self._record_key = [], None
+        self._seen = (0, None, 0)
 
     async def load(self, conv: Conversation) -> list[StoredTurn]:
         """Switch to `conv`; returns its log for the provider to restore from."""
         self.clear()
         self.conversation = conv
         log = await self.store.turns.for_conversation(conv.id)
-        self.last_turn_id = log[-1].id if log else None
+        pending = sum(1 for t in log if t.status == "pending")
+        self._seen = (len(log), log[-1].id if log else None, pending)
         return log
 
     def track_resident(self, log: list[StoredTurn], resident_turns: int) -> None:
@@ -65,11 +69,10 @@ class ConversationLog:
         return await self.store.turns.for_conversation(self.conversation.id)
 
     async def changed_elsewhere(self) -> bool:
-        """Did another process append to this conversation since we loaded it?"""
+        """Did another newt add or finish a turn here since we last read or wrote?"""
         if self.conversation is None:
             return False
-        log = await self.store.turns.for_conversation(self.conversation.id)
-        return (log[-1].id if log else None) != self.last_turn_id
+        return await self.store.turns.shape(self.conversation.id) != self._seen
 
     # -- the turn's writes ---------------------------------------------------------
 
@@ -79,7 +82,8 @@ class ConversationLog:
         turn_id = await self.store.turns.add_pending(conv.id, text)
         if not conv.title:
             conv.title = make_title(text)  # the store titled it the same way
-        self.last_turn_id = turn_id
+        rows, _, pending = self._seen
+        self._seen = (rows + 1, turn_id, pending + 1)
         return turn_id
 
     async def complete(
@@ -100,10 +104,12 @@ class ConversationLog:
             tokens_out=tokens_out,
             tool_events=tool_events,
         )
+        self._settled()
         self._turn_keys.append(f"t{turn_id}")
 
     async def fail(self, turn_id: int, message: str) -> None:
         await self.store.turns.fail(turn_id, message)
+        self._settled()
 
     async def persist_compaction(
         self, provider: MemoryProvider, reason: str
@@ -118,10 +124,16 @@ class ConversationLog:
         turn_id = await self.store.turns.add_compaction(
             self.conversation.id, record, resident_turns=resident, used_after=used_after
         )
-        self.last_turn_id = turn_id
+        rows, _, pending = self._seen
+        self._seen = (rows + 1, turn_id, pending)
         self._turn_keys = _newest(self._turn_keys, resident)
         self._record_key = f"c{turn_id}"
         return ev.Compacted(record, resident, used_after, reason)
+
+    def _settled(self) -> None:
+        """One of our pending turns was completed or failed."""
+        rows, newest, pending = self._seen
+        self._seen = (rows, newest, max(0, pending - 1))
 
     def resident_keys(self) -> set[str]:
         keys = set(self._turn_keys)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
+from newt.files import write_private
 from newt.store import Conversation, Store, StoredTurn
 from newt.text import strip_terminal_escapes
 
@@ -87,3 +89,8 @@ async def export_conversation(store: Store, conv: Conversation, fmt: str) -> str
     )
     # Markdown is read in terminals and editors: model text loses escape sequences
     return strip_terminal_escapes(head + "\n".join(_turn_md(t) for t in turns))
+
+
+def write_export(path: Path, text: str) -> None:
+    """Write an export file private to the user (0600 whatever the umask)."""
+    write_private(path, text)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -45,6 +45,7 @@ from newt.memory.restore import conversation_turns_from_log
 from newt.recall import RecallEngine, RetentionReport
 from newt.resources import asset_text
 from newt.store import Conversation, MemoryRecord, Store
+from newt.store.writer_lock import conversation_writer
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,9 @@ class ChatSession:
         )
         self.provider: MemoryProvider = self._make_provider()
         self.lock = asyncio.Lock()
-        self.summaries = BackgroundSummary(self.lock, self.log, lambda: self.provider)
+        self.summaries = BackgroundSummary(
+            self.lock, self.log, lambda: self.provider, lambda: self._writer()
+        )
         self._owns_store = False
         self._system_prompt = asset_text("system_prompt.md").strip()
 
@@ -189,7 +192,8 @@ class ChatSession:
         self.last_retention = None
         # a restore that had to fold (a crash between a turn and its record)
         await self.log.persist_compaction(self.provider, "restore")
-        self.summaries.start()
+        # A summary the log still owes starts after the next turn, not now:
+        # on a one-slot local server it would hold up the user's first reply.
 
     async def history(self) -> list[HistoryEntry]:
         return history_entries(await self.log.history())
@@ -256,9 +260,11 @@ class ChatSession:
     async def compact(self, focus: str | None = None) -> ev.Compacted | None:
         """`/compact [focus]`: fold everything but the newest turn into the record
         and wait for its summary (the user asked for it)."""
-        async with self.lock:
+        async with self.lock, self._writer():
             if self.conversation is None:
                 return None
+            if await self.log.changed_elsewhere():
+                await self._load(self.conversation)
             compact = getattr(self.provider, "compact", None)
             if compact is None or not await compact(focus or None):
                 return None
@@ -311,16 +317,30 @@ class ChatSession:
         if not text.strip():
             raise SessionError("the message is empty")
         async with self.lock:
-            runner = TurnRunner(self.turn_context(), text)
-            try:
-                async with aclosing(runner.run()) as events:
-                    async for event in events:
-                        if isinstance(event, ev.RetainedEvidence):
-                            self.last_retention = event.report
-                        yield event
-            finally:
-                self.last_retention = runner.last_retention
+            waited: list[int | None] = []
+            async with self._writer(waited.append):
+                if waited:
+                    yield ev.Notice(
+                        "another newt was writing to this conversation; continued after it"
+                    )
+                if await self.log.changed_elsewhere() and self.conversation is not None:
+                    await self._load(self.conversation)  # build on what the other one wrote
+                runner = TurnRunner(self.turn_context(), text)
+                try:
+                    async with aclosing(runner.run()) as events:
+                        async for event in events:
+                            if isinstance(event, ev.RetainedEvidence):
+                                self.last_retention = event.report
+                            yield event
+                finally:
+                    self.last_retention = runner.last_retention
         self.summaries.start()
+
+    def _writer(self, on_wait: Callable[[int | None], object] | None = None) -> Any:
+        """This conversation's cross-process writer lock (none needed before it exists)."""
+        if self.conversation is None:
+            return contextlib.nullcontext()
+        return conversation_writer(self.store.db.path, self.conversation.id, on_wait=on_wait)
 
 
 def _client(config: Config, model: str) -> ChatClient:

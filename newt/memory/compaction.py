@@ -219,7 +219,7 @@ async def write_summary(
             ]
         )
     except Exception:
-        logger.warning("on_pre_compress failed; summarizing without it", exc_info=True)
+        logger.debug("on_pre_compress failed; summarizing without it", exc_info=True)
     try:
         messages = summarizer_input(
             asset_text(COMPACTION_PROMPT_ASSET),
@@ -233,6 +233,7 @@ async def write_summary(
         summary = (await summarizer(messages)).strip()
     except Exception:
         # A failed summary must never lose the turn or break the loop.
-        logger.warning("compaction summary failed; keeping the fallback", exc_info=True)
+        # never a traceback on the user's terminal; the record says what happened
+        logger.debug("compaction summary failed; keeping the fallback", exc_info=True)
         return None
     return cap_summary(summary, record_cap, est) if summary else None

@@ -223,6 +223,18 @@ class TurnRepo:
             )
         return turn_id
 
+    async def shape(self, conv_id: str) -> tuple[int, int | None, int]:
+        """(rows, newest id, pending rows) of a conversation's log: cheap to
+        compare, and changed by any other writer's append or completion."""
+        cur = await self.db.conn.execute(
+            "SELECT count(*), max(id), coalesce(sum(status = 'pending'), 0)"
+            " FROM turns WHERE conversation_id = ?",
+            (conv_id,),
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        return int(row[0]), row[1], int(row[2])
+
     async def for_conversation(self, conv_id: str) -> list[StoredTurn]:
         cur = await self.db.conn.execute(
             "SELECT * FROM turns WHERE conversation_id = ? ORDER BY id", (conv_id,)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from newt.agent.export import write_export
 from newt.ui.command_host import CommandHost
 from newt.ui.commands import ParsedCommand
 from newt.ui.errors import describe
@@ -151,6 +152,6 @@ class ChatCommands:
             return
         text = await self.session.export(fmt)
         path = export_path(conv.title, conv.id, fmt, Path.cwd())
-        path.write_text(text, encoding="utf-8")
+        write_export(path, text)
         self.screen.notify(f"Exported to {path}", title="Export", timeout=6, markup=False)
         self.screen.feedback(f"Exported to {path}")
