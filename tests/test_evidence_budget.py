@@ -1,0 +1,69 @@
+"""Issue 10, item 4: the retained-evidence budget fits the window, and the
+pre-send guard makes room for the capsules (or drops them) so they never
+cause an overflow."""
+
+from __future__ import annotations
+
+from newt.agent import events as ev
+from newt.agent.evidence import EVIDENCE_WINDOW_SHARE, MIN_EVIDENCE_TOKENS, evidence_budget
+from newt.agent.session import ChatSession
+from tests.agent_helpers import make_config, run_turn
+from tests.fake_openai import FakeOpenAI, Reply
+
+
+def test_the_budget_is_a_share_of_the_window_capped_by_the_config() -> None:
+    assert evidence_budget(1024, 2048) == int(2048 * EVIDENCE_WINDOW_SHARE) == 256
+    assert evidence_budget(1024, 8192) == 1024
+    assert evidence_budget(1024, 131072) == 1024  # the config caps it
+    assert evidence_budget(4000, 131072) == 4000
+    assert evidence_budget(0, 131072) == 0  # recall off stays off
+    assert evidence_budget(1024, 256) == 0  # too small to hold an excerpt
+    assert evidence_budget(MIN_EVIDENCE_TOKENS, 100_000) == MIN_EVIDENCE_TOKENS
+
+
+async def test_a_small_window_gets_a_small_evidence_budget(fake_openai: FakeOpenAI) -> None:
+    session = await ChatSession.open(
+        make_config(fake_openai.base_url, "[memory]\ncontext_tokens = 2048\n")
+    )
+    try:
+        fake_openai.script(Reply(text="noted"))
+        await run_turn(session, "The locker code for the amber harbor is 4417.")
+        await session.new_conversation()
+        fake_openai.script(Reply(text="4417"))
+        events = await run_turn(session, "What is the locker code for the amber harbor?")
+        (evidence,) = [e for e in events if isinstance(e, ev.RetainedEvidence)]
+        assert evidence.report.budget_tokens == 256
+        assert evidence.report.retained_tokens <= 256
+        assert "4417" in fake_openai.chat_requests[-1].body["messages"][-1]["content"]
+    finally:
+        await session.close()
+
+
+async def test_the_guard_counts_the_capsules_and_drops_them_rather_than_overflow(
+    fake_openai: FakeOpenAI,
+) -> None:
+    # A window so small that the question, the reply reserve and the capsules
+    # cannot all fit even with an empty history: the capsules go, the turn goes out.
+    session = await ChatSession.open(
+        make_config(
+            fake_openai.base_url,
+            "[memory]\ncontext_tokens = 600\n[recall]\nretained_token_budget = 4000\n",
+        )
+    )
+    try:
+        fact = "The gate code at the north warehouse is 1619. " + "Background detail. " * 20
+        fake_openai.script(Reply(text="ok"))
+        await run_turn(session, fact)
+        await session.new_conversation()
+        question = "What is the gate code at the north warehouse? " + "Please answer. " * 22
+        fake_openai.script(Reply(text="1619"))
+        events = await run_turn(session, question)
+        assert not [e for e in events if isinstance(e, ev.TurnError)]
+        (evidence,) = [e for e in events if isinstance(e, ev.RetainedEvidence)]
+        assert any("1619" in c.excerpt for c in evidence.report.capsules)  # recall found it
+        sent = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
+        assert sent == question  # no capsules: they would not have fit
+        ceiling, reserve = session.capabilities.ceiling_and_reserve()
+        assert session.estimate_tokens(sent) + reserve <= ceiling
+    finally:
+        await session.close()
