@@ -24,6 +24,7 @@ import tomlkit
 import tomlkit.exceptions
 
 from newt.files import ensure_private_dir, write_private
+from newt.mcp.config import McpConfig, McpConfigError, parse_mcp_section
 from newt.resources import asset_text
 
 APP_NAME = "newt"
@@ -85,6 +86,8 @@ class Config:
     estimation: EstimationConfig = field(default_factory=EstimationConfig)
     recall: RecallConfig = field(default_factory=RecallConfig)
     ui: UIConfig = field(default_factory=UIConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
+    """[mcp.servers.NAME] tables, parsed by newt/mcp/config.py."""
     path: Path | None = None
     """The config file this came from (it may not exist yet)."""
     db_path: Path | None = None
@@ -188,6 +191,9 @@ def _apply_file(cfg: Config, path: Path) -> None:
         else:
             flat[top] = value
     for table, body in flat.items():
+        if table == "mcp":  # named server tables: their own parser (newt/mcp/config.py)
+            cfg.mcp = _mcp_section(body, path, text)
+            continue
         if table not in _SECTIONS:
             raise ConfigError(
                 f"{path}: unknown section [{table}]; known sections are "
@@ -213,6 +219,22 @@ def _apply_file(cfg: Config, path: Path) -> None:
                 f"{path}" + (f", line {line}" if line else "") + ": memory.provider "
                 f"{cfg.memory.provider!r} is unknown; use one of: " + ", ".join(MEMORY_PROVIDERS)
             )
+
+
+def _mcp_section(body: Any, path: Path, text: str) -> McpConfig:
+    def where(dotted: str) -> str:
+        line = _line_of(text, dotted)
+        if line is None:  # a table itself: find its header
+            header = f"[{dotted}]"
+            line = next(
+                (n for n, raw in enumerate(text.splitlines(), 1) if raw.strip() == header), None
+            )
+        return f"{path}" + (f", line {line}" if line else "") + f": {dotted}"
+
+    try:
+        return parse_mcp_section(body, where)
+    except McpConfigError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _validate(cfg: Config, origin: str) -> None:

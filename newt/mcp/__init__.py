@@ -1,0 +1,6 @@
+"""Tools from MCP servers (issue 12).
+
+`newt.mcp.config` parses `[mcp.servers.NAME]` and imports nothing heavy; the
+SDK is imported only by `newt.mcp.manager`, so a config without servers costs
+nothing at startup. No textual here.
+"""
