@@ -8,7 +8,8 @@ them.
 
 from __future__ import annotations
 
-from typing import TypeVar
+import json
+from typing import Any, TypeVar
 
 from newt.agent import events as ev
 from newt.memory import MemoryProvider
@@ -106,6 +107,18 @@ class ConversationLog:
         )
         self._settled()
         self._turn_keys.append(f"t{turn_id}")
+
+    async def index_tool_results(
+        self, turn_id: int, results: list[tuple[str, dict[str, Any], str]]
+    ) -> None:
+        """Tool results from outside newt (MCP) as recall records t<turn>.<n>."""
+        conv_id = self.conversation.id if self.conversation else None
+        for n, (name, arguments, text) in enumerate(results, start=1):
+            args = json.dumps(arguments, ensure_ascii=False, default=str)
+            content = f"Tool {name} {args}\nResult: {text}"
+            await self.store.records.add(
+                f"t{turn_id}.{n}", "turn", content, conversation_id=conv_id
+            )
 
     async def fail(self, turn_id: int, message: str) -> None:
         await self.store.turns.fail(turn_id, message)

@@ -28,6 +28,10 @@ class MemoryStatus:
     notes_used: int
     notes_limit: int
     last_retention: RetentionReport | None = None
+    tool_tokens: int = 0
+    """Estimated tokens of the tool schemas each request carries (MCP tools included)."""
+    tools_offered: int = 0
+    mcp_tools: int = 0
 
 
 def memory_status(

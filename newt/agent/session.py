@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
@@ -34,11 +35,14 @@ from newt.agent.errors import (
 from newt.agent.evidence import EvidenceSource
 from newt.agent.export import export_conversation
 from newt.agent.memory_status import MemoryStatus, dump_report, memory_status
+from newt.agent.tool_approval import Approver
+from newt.agent.tools import TOOL_SCHEMAS
 from newt.agent.toolset import ToolContext, tool_handlers
 from newt.agent.turn import TurnContext, TurnRunner
 from newt.agent.views import HistoryEntry, history_entries
 from newt.backend.client import ChatClient
 from newt.config import Config
+from newt.mcp.tooling import McpTools, tools_report
 from newt.memory import MemMessage, MemoryProvider, create_provider
 from newt.memory.notes import NoteBook
 from newt.memory.restore import conversation_turns_from_log
@@ -72,6 +76,8 @@ class ChatSession:
         )
         self._owns_store = False
         self._system_prompt = asset_text("system_prompt.md").strip()
+        self.mcp = McpTools(config.mcp)
+        """Tools of the configured MCP servers (newt/mcp); started by the first turn."""
 
     # ------------------------------------------------------------------ setup
 
@@ -150,6 +156,7 @@ class ChatSession:
         await self.summaries.cancel()
         with contextlib.suppress(Exception):
             await self.provider.on_session_end([])
+        await self.mcp.aclose()  # every MCP server newt started stops with the session
         await self.client.aclose()
         if self._owns_store:
             await self.store.close()
@@ -169,6 +176,7 @@ class ChatSession:
             self.provider.reset()
             self.log.clear()
             self.last_retention = None
+            self.mcp.reset_conversation()
 
     async def resume(self, id_or_prefix: str) -> Conversation:
         conv = await resolve_conversation(self.store, id_or_prefix)
@@ -190,6 +198,7 @@ class ChatSession:
         self.provider.restore_turns(conversation_turns_from_log(stored))
         self.log.track_resident(stored, self.provider.resident_turns())
         self.last_retention = None
+        self.mcp.reset_conversation()
         # a restore that had to fold (a crash between a turn and its record)
         await self.log.persist_compaction(self.provider, "restore")
         # A summary the log still owes starts after the next turn, not now:
@@ -231,7 +240,12 @@ class ChatSession:
     # ---------------------------------------------------------------- memory
 
     def memory_status(self) -> MemoryStatus:
-        return memory_status(self.provider, self.budget, self.notes, self.last_retention)
+        status = memory_status(self.provider, self.budget, self.notes, self.last_retention)
+        if self.supports_tools is not False:
+            schemas = TOOL_SCHEMAS + self.mcp.schemas()
+            status.tool_tokens = self.estimate_tokens(json.dumps(schemas))
+            status.tools_offered, status.mcp_tools = len(schemas), len(schemas) - len(TOOL_SCHEMAS)
+        return status
 
     async def note(self, arg: str) -> str:
         """The /note sub-language: `<text>`, `replace <old> => <new>`, `remove <text>`, `list`."""
@@ -310,7 +324,22 @@ class ChatSession:
             tools=tool_handlers(tools),
             system_prompt=self.system_prompt,
             tokens_for=self.estimate_tokens,
+            extra_tools=self.mcp if self.mcp.configured else None,
         )
+
+    # ------------------------------------------------------------ MCP tools
+
+    def set_tool_approver(self, approver: Approver | None) -> None:
+        """Who is asked before a tool with approve = "ask" runs (None: print mode)."""
+        self.mcp.approver = approver
+
+    def tools_report(self) -> str:
+        """/tools: the MCP servers, their state and their tools, as plain text."""
+        return tools_report(self.mcp.servers())
+
+    def set_tool_enabled(self, name: str, enabled: bool) -> bool:
+        """Switch a server or one tool for this conversation; False if unknown."""
+        return self.mcp.set_enabled(name, enabled)
 
     async def send(self, text: str) -> AsyncGenerator[ev.AgentEvent, None]:
         """Run one user turn (see newt.agent.turn). Cancelling keeps the partial reply."""

@@ -73,9 +73,14 @@ MAX_TOOL_ROUNDS = 8
 class ToolOutcome:
     result: str
     error: bool = False
+    notice: str | None = None
+    """For the user, not the model (e.g. an MCP server died, print mode skipped a call)."""
+    recallable: bool = False
+    """Index the result for recall with the turn (results from outside newt's memory)."""
 
 
-ToolHandler = Callable[[dict[str, Any]], Awaitable[str]]
+# A handler returns its text, or a ToolOutcome when it has more to say (MCP tools).
+ToolHandler = Callable[[dict[str, Any]], Awaitable[str | ToolOutcome]]
 
 
 async def run_tool(
@@ -85,7 +90,8 @@ async def run_tool(
     if handler is None:
         return ToolOutcome(f"error: there is no tool named {name!r}", error=True)
     try:
-        return ToolOutcome(await handler(arguments))
+        result = await handler(arguments)
+        return result if isinstance(result, ToolOutcome) else ToolOutcome(result)
     except (KeyError, TypeError, ValueError, LookupError) as exc:
         return ToolOutcome(f"error: {exc}", error=True)
     except Exception as exc:  # a tool failure must not end the user's turn

@@ -21,7 +21,7 @@ import sqlite3
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from newt.agent import events as ev
 from newt.agent.capability_tracker import CapabilityTracker
@@ -64,6 +64,16 @@ class TurnContext:
     tokens_for: Callable[[str], int]
     """The provider's (possibly calibrated) estimate of one message."""
     tool_schemas: list[dict[str, Any]] = field(default_factory=lambda: list(TOOL_SCHEMAS))
+    extra_tools: ExtraTools | None = None
+    """MCP servers' tools: started once the turn is persisted, then offered beside ours."""
+
+
+class ExtraTools(Protocol):
+    """Tools from outside newt (newt.mcp.tooling.McpTools)."""
+
+    async def prepare(self) -> list[str]: ...  # start what is needed; notices for the user
+    def schemas(self) -> list[dict[str, Any]]: ...
+    def handlers(self) -> dict[str, ToolHandler]: ...
 
 
 @dataclass
@@ -77,6 +87,7 @@ class _Progress:
     interrupted: bool = False
     compact_reason: str = "budget"
     evidence: str = ""
+    recallable: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
 
     def usage(self) -> ev.UsageReported | None:
         if self.prompt_tokens is None:
@@ -186,6 +197,9 @@ class TurnRunner:
                 tool_events=p.tool_events,
             )
         )
+        if p.recallable:  # results from outside newt: searchable like the turn itself
+            with contextlib.suppress(Exception):  # the turn is stored; an index must not fail it
+                await _retrying(lambda: s.log.index_tool_results(turn_id, p.recallable))
         usage = Usage(tokens_in, tokens_out or 0) if tokens_in is not None else None
         await s.provider.sync_turn(self.text, p.reply, TurnMetrics(usage))
         if tokens_in is not None:
@@ -206,6 +220,12 @@ class TurnRunner:
 
     async def _request(self) -> AsyncGenerator[ev.AgentEvent, None]:
         s, p = self.s, self.p
+        if s.extra_tools is not None and s.capabilities.supports_tools is not False:
+            # after TurnStarted: the user's words are stored before any server starts
+            for message in await s.extra_tools.prepare():
+                yield ev.Notice(message)
+            s.tools = {**s.tools, **s.extra_tools.handlers()}
+            s.tool_schemas = [*s.tool_schemas, *s.extra_tools.schemas()]
         report = await s.evidence.gather(self.text, s.log.resident_keys())
         self.last_retention = report
         if report is not None:
@@ -369,7 +389,11 @@ class TurnRunner:
             for call in result.tool_calls:
                 yield ev.ToolCallStarted(call.id, call.name, call.arguments)
                 outcome = await run_tool(s.tools, call.name, call.arguments)
+                if outcome.notice:
+                    yield ev.Notice(outcome.notice)
                 sent = cap_result(outcome.result, self._result_cap(), s.tokens_for)
+                if outcome.recallable:
+                    p.recallable.append((call.name, call.arguments, sent))
                 p.tool_events.append(
                     {
                         "name": call.name,

@@ -43,6 +43,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from newt.mcp.config import McpConfig, McpServerConfig
+from newt.mcp.types import McpNotice, McpResult, McpTool, ServerInfo
 
 log = logging.getLogger(__name__)
 # The SDK logs transport trouble at WARNING; with no handler anywhere Python
@@ -65,57 +66,6 @@ MAX_TOOL_NAME = 64
 
 
 # ------------------------------------------------------------------ values
-
-
-@dataclass(frozen=True)
-class McpTool:
-    server: str
-    name: str
-    """The tool's name on its server."""
-    qualified: str
-    """The name the model sees: server__tool, valid as an OpenAI function name."""
-    description: str
-    input_schema: dict[str, Any]
-
-    def schema(self) -> dict[str, Any]:
-        """The OpenAI-style function schema offered to the model."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.qualified,
-                "description": self.description,
-                "parameters": self.input_schema,
-            },
-        }
-
-
-@dataclass
-class McpResult:
-    text: str
-    error: bool = False
-    truncated: bool = False
-
-
-@dataclass
-class McpNotice:
-    """A server could not start or stopped answering; reported once."""
-
-    server: str
-    message: str
-
-
-@dataclass
-class ServerInfo:
-    """What /tools shows about one server."""
-
-    name: str
-    transport: str
-    state: str  # idle | starting | ready | failed | stopped | disabled | blocked
-    approve: str
-    error: str
-    tools: list[McpTool]
-    enabled_here: bool
-    """False when /tools switched the server off for this conversation."""
 
 
 # ---------------------------------------------------------- name and results
@@ -222,6 +172,10 @@ def _connection_lost(exc: BaseException) -> bool:
 
 
 # ------------------------------------------------------------------ transports
+
+
+class _NotFound(Exception):
+    """The configured command is not on PATH: say so plainly, not as a spawn error."""
 
 
 class _WatchedRead:
@@ -355,12 +309,14 @@ class McpManager:
         async with self._start_lock:
             if self._started:
                 return
-            starting = [s for s in self._servers.values() if s.state == "idle"]
-            for server in starting:
-                server.state = "starting"
-                server.task = asyncio.create_task(
-                    self._run(server), name=f"mcp:{server.config.name}"
-                )
+            for server in self._servers.values():
+                if server.state == "idle":
+                    server.state = "starting"
+                    server.task = asyncio.create_task(
+                        self._run(server), name=f"mcp:{server.config.name}"
+                    )
+            # also servers left starting by a turn cancelled while it waited here
+            starting = [s for s in self._servers.values() if s.state == "starting"]
             await asyncio.gather(*(self._await_ready(s) for s in starting))
             self._started = True
 
@@ -381,7 +337,7 @@ class McpManager:
         )
         try:
             if cfg.command and shutil.which(cfg.command, path=self._path(cfg)) is None:
-                raise FileNotFoundError(f"command {cfg.command!r} was not found on PATH")
+                raise _NotFound(f"command {cfg.command!r} was not found on PATH")
 
             def on_end() -> None:
                 server.lost = True
@@ -398,8 +354,8 @@ class McpManager:
                 server.client = None
                 if server.lost and not server.stopping:
                     self._fail(server, "the server stopped", lost=True)
-        except FileNotFoundError as exc:
-            self._fail(server, str(exc) if "PATH" in str(exc) else _describe(exc))
+        except _NotFound as exc:
+            self._fail(server, str(exc))
         except Exception as exc:
             log.debug("MCP server %s failed", cfg.name, exc_info=True)
             reason = _describe(exc)

@@ -39,6 +39,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("compact", "Fold older turns into a summary now", usage="[focus]"),
     SlashCommand("model", "Show or switch the model", usage="[name]"),
     SlashCommand("export", "Write this conversation to a file here", usage="[md|json]"),
+    SlashCommand("tools", "MCP servers, their state and tools; switch one", usage="[on|off NAME]"),
     SlashCommand("evidence", "Show or hide the retained-evidence sidebar", key="ctrl+b"),
     SlashCommand("quit", "Quit newt", key="ctrl+q"),
 )

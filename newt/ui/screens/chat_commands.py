@@ -141,6 +141,26 @@ class ChatCommands:
         self.screen.refresh_meter()
         self.screen.feedback(f"Model set to {self.session.model}.")
 
+    async def cmd_tools(self, arg: str) -> None:
+        report = getattr(self.session, "tools_report", None)
+        switch = getattr(self.session, "set_tool_enabled", None)
+        if report is None or switch is None:
+            self.screen.feedback("This session has no MCP tools.", "warning")
+            return
+        verb, _, name = arg.partition(" ")
+        name = name.strip()
+        if verb in ("on", "off") and name:
+            if switch(name, verb == "on"):
+                self.screen.feedback(f"{name} is {verb} for this conversation.")
+            else:
+                self.screen.feedback(
+                    f"No running MCP server or tool named {name!r}; /tools lists them.", "warning"
+                )
+        elif arg:
+            self.screen.feedback("Usage: /tools [on|off NAME]", "warning")
+        else:
+            self.screen.feedback(report())
+
     async def cmd_export(self, arg: str) -> None:
         fmt = (arg or "md").lower().lstrip(".")
         if fmt not in ("md", "json"):

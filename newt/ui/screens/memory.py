@@ -48,6 +48,12 @@ def memory_rows(status: Any) -> list[tuple[str, str]]:
         ("turns", f"{status.resident_turns} resident of {status.total_turns}"),
         ("compactions", f"{status.compactions} in this conversation"),
         ("notes", f"{status.notes_used:,}/{status.notes_limit:,} characters"),
+        (
+            "tools",
+            f"{tokens(getattr(status, 'tool_tokens', 0))} tokens of schemas per request"
+            f" · {getattr(status, 'tools_offered', 0)} tools"
+            f" ({getattr(status, 'mcp_tools', 0)} from MCP servers)",
+        ),
     ]
     report = status.last_retention
     if report is None:
