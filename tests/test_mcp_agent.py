@@ -13,7 +13,7 @@ import pytest
 
 from newt.agent import events as ev
 from newt.agent.session import ChatSession
-from newt.agent.turn import TurnRunner
+from newt.config import Config
 from newt.recall import RecallRequest
 from newt.store import Store
 from tests.agent_helpers import done_of, make_config, newt_cmd, reply_of, run_turn
@@ -110,21 +110,47 @@ async def test_schemas_count_in_memory_status(
     assert after.tool_tokens > before.tool_tokens
 
 
-async def test_the_pre_send_guard_counts_mcp_schemas(
-    fake_openai: FakeOpenAI, opened: tuple[Store, ChatSession]
-) -> None:
-    _store, session = opened
-    await session.mcp.prepare()
-    schemas = json.dumps(session.mcp.schemas())
-    text = "what is new?"
-    runner = TurnRunner(session.turn_context(), text)
-    _ceiling, without = runner._required(runner._build())
-    runner.s.tool_schemas = [*runner.s.tool_schemas, *session.mcp.schemas()]
-    _ceiling, with_mcp = runner._required(runner._build())
-    assert with_mcp - without == session.estimate_tokens(
-        json.dumps(runner.s.tool_schemas)
-    ) - session.estimate_tokens(json.dumps(session.turn_context().tool_schemas))
-    assert with_mcp - without >= session.estimate_tokens(schemas) * 0.9
+GUARD_TOML = "[memory]\ncontext_tokens = 2048\n[recall]\nretained_token_budget = 0\n"
+
+
+async def _guard_compacts(config: Config, fake: FakeOpenAI, *, mcp_on: bool) -> bool:
+    """A short conversation resumed in a new session (which cannot know whether
+    the restored report carried MCP schemas, so counts them), then a message
+    that fits the window without the MCP schemas but not with them: does the
+    pre-send guard compact first?"""
+    async with await ChatSession.open(config) as first:
+        for i in range(2):
+            fake.script(Reply(text=f"answer {i} " + "lorem ipsum " * 15))
+            await run_turn(first, f"question {i} " + "dolor sit " * 15)
+        assert first.conversation is not None
+        conv_id = first.conversation.id
+    async with await ChatSession.open(config) as session:
+        await session.resume(conv_id)
+        await session.mcp.prepare()  # the turn's own prepare then finds them started
+        mcp_tokens = session.estimate_tokens(json.dumps(session.mcp.schemas()))
+        assert mcp_tokens > 300
+        session.set_tool_enabled("demo", mcp_on)
+        # resumed: the restored report already holds the system prompt and the
+        # built-in schemas; what the guard must add is the message, the reply
+        # reserve and the MCP schemas that report never carried
+        ceiling, reserve = session.capabilities.ceiling_and_reserve()
+        target = ceiling - session.memory_status().used - reserve - mcp_tokens // 2
+        words = target
+        while session.estimate_tokens("amet " * words) > target:
+            words -= 10
+        assert words > 50
+        fake.script(Reply(text="ok"))
+        events = await run_turn(session, "amet " * words)
+        # now the report holds what was sent: no double count on the next turn
+        reported = session.mcp.reported_schema_tokens
+        assert (reported > mcp_tokens // 2) if mcp_on else reported == 0
+        return any(isinstance(e, ev.Compacted) and e.reason == "guard" for e in events)
+
+
+async def test_the_pre_send_guard_counts_mcp_schemas(fake_openai: FakeOpenAI) -> None:
+    config = make_config(fake_openai.base_url, GUARD_TOML + server_toml("demo"))
+    assert not await _guard_compacts(config, fake_openai, mcp_on=False)
+    assert await _guard_compacts(config, fake_openai, mcp_on=True)
 
 
 @pytest.mark.parametrize(

@@ -71,6 +71,9 @@ class TurnContext:
 class ExtraTools(Protocol):
     """Tools from outside newt (newt.mcp.tooling.McpTools)."""
 
+    reported_schema_tokens: int
+    """Tokens of these schemas inside the prompt size the backend last reported."""
+
     async def prepare(self) -> list[str]: ...  # start what is needed; notices for the user
     def schemas(self) -> list[dict[str, Any]]: ...
     def handlers(self) -> dict[str, ToolHandler]: ...
@@ -306,12 +309,16 @@ class TurnRunner:
 
     def _schema_tokens(self) -> int:
         """Tool schemas count against the window once the backend reported
-        nothing yet (a report already includes them)."""
+        nothing yet (a report already includes them), and MCP schemas the
+        last report did not carry (a resumed conversation, /tools on)."""
         s = self.s
         if s.capabilities.supports_tools is False or not s.tool_schemas:
             return 0
         if getattr(s.provider, "last_reported", None) is not None:
-            return 0
+            if s.extra_tools is None:
+                return 0
+            now = s.tokens_for(json.dumps(s.extra_tools.schemas()))
+            return max(0, now - s.extra_tools.reported_schema_tokens)
         return s.tokens_for(json.dumps(s.tool_schemas))
 
     async def _shrink_after_overflow(self, exc: ContextLengthExceededError) -> bool:
@@ -353,6 +360,7 @@ class TurnRunner:
         for round_no in range(MAX_TOOL_ROUNDS + 1):
             use_tools = s.capabilities.supports_tools is not False and round_no < MAX_TOOL_ROUNDS
             result: ChatResult | None = None
+            tools: list[dict[str, Any]] | None = None
             try:
                 tools = s.tool_schemas if use_tools and s.tool_schemas else None
                 async with aclosing(self._stream(wire, tools)) as stream:
@@ -362,6 +370,7 @@ class TurnRunner:
                         else:
                             yield item
             except ToolsUnsupportedError:
+                tools = None
                 await s.capabilities.record_tools_unsupported()
                 yield ev.Notice("this backend does not accept tools; continuing without them")
                 async with aclosing(self._stream(wire, None)) as stream:
@@ -376,6 +385,11 @@ class TurnRunner:
                 if p.prompt_tokens is None:
                     p.prompt_tokens = result.usage.prompt_tokens
                     p.cached_tokens = result.usage.cached_tokens
+                    if s.extra_tools is not None:  # what of them this anchor holds
+                        carried = s.extra_tools.schemas() if tools else []
+                        s.extra_tools.reported_schema_tokens = (
+                            s.tokens_for(json.dumps(carried)) if carried else 0
+                        )
                 p.completion_tokens += result.usage.completion_tokens
                 with contextlib.suppress(Exception):  # a cache write must not fail a turn
                     await s.capabilities.record_accepted_prompt(result.usage.prompt_tokens)

@@ -31,6 +31,8 @@ class McpTools:
     config: McpConfig
     approver: Approver | None = None
     """Asks the user; None (print mode) runs only servers marked approve = "always"."""
+    reported_schema_tokens: int = 0
+    """Tokens of our schemas inside the backend's last reported prompt (set by the turn)."""
     _manager: McpManager | None = field(default=None, init=False)
     _withheld_said: bool = field(default=False, init=False)
 
