@@ -15,7 +15,8 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from newt.recall.fts_query import WORD, fold, query_terms
+from newt.recall.fts_query import query_terms
+from newt.recall.tokens import WORD, stems
 
 # Where a new sentence (or line) begins: after terminal punctuation, optionally
 # closing quotes/brackets, and whitespace; or after a newline.
@@ -61,23 +62,25 @@ def focus_terms(text: str, rare: Collection[str]) -> list[str]:
     say which mention of that word in a record is the one asked about.
     """
     starts, ends = _sentences(text)
-    wanted = set(rare)
+    wanted = set(stems(rare).values())
     focused = [
         text[start:end]
         for start, end in zip(starts, ends, strict=True)
-        if wanted.intersection(query_terms(text[start:end]))
+        if wanted.intersection(stems(query_terms(text[start:end])).values())
     ]
     return query_terms(" ".join(focused)) if focused else list(rare)
 
 
 def _find_hits(content: str, terms: Collection[str]) -> list[_Hit]:
+    # Compared by stem, as the index matches: `codes` in the query finds `code`.
+    wanted = set(stems(terms).values())
+    matches = list(WORD.finditer(content))
+    stemmed = stems(m.group() for m in matches)
     found = []
-    for match in WORD.finditer(content):
-        word = match.group()
-        # Folding through unicodedata is the slow path; ASCII only needs lower().
-        folded = word.lower() if word.isascii() else fold(word)
-        if folded in terms:
-            found.append((match.start(), match.end(), folded))
+    for match in matches:
+        term = stemmed[match.group()]
+        if term in wanted:
+            found.append((match.start(), match.end(), term))
     if not found:
         return []
     starts, ends = _sentences(content)

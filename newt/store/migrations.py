@@ -147,11 +147,32 @@ async def m004_estimate_glue(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m006_stemmed_index(conn: aiosqlite.Connection) -> None:
+    # Porter stemming over the same unicode61 tokens, so `codes` finds `code`
+    # and `coding`. The index is external-content: dropping and rebuilding it
+    # from memory_records loses nothing, and the m002 triggers (which name the
+    # table, not its tokenizer) keep working on the new one.
+    # The tokenizer must stay in step with newt.recall.tokens.INDEX_TOKENIZER.
+    await run_script(
+        conn,
+        """
+        DROP TABLE memory_fts;
+        CREATE VIRTUAL TABLE memory_fts USING fts5(
+            content, content='memory_records', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO memory_fts(memory_fts) VALUES ('rebuild');
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
     (3, "model_capabilities", m003_model_capabilities),
     (4, "estimate_glue", m004_estimate_glue),
+    # 5 is reserved for another branch's migration (renumber here if it never lands).
+    (6, "stemmed_index", m006_stemmed_index),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
