@@ -16,7 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from newt.recall.fts_query import query_terms
-from newt.recall.tokens import WORD, stems
+from newt.recall.tokens import WORD, stem_list, stems
 
 # Where a new sentence (or line) begins: after terminal punctuation, optionally
 # closing quotes/brackets, and whitespace; or after a newline.
@@ -61,7 +61,7 @@ def focus_terms(text: str, rare: Collection[str]) -> list[str]:
     word (an entity, a code) is usually the question, and its other words
     say which mention of that word in a record is the one asked about.
     """
-    starts, ends = _sentences(text)
+    starts, ends = sentences(text)
     wanted = set(stems(rare).values())
     focused = [
         text[start:end]
@@ -75,15 +75,15 @@ def _find_hits(content: str, terms: Collection[str]) -> list[_Hit]:
     # Compared by stem, as the index matches: `codes` in the query finds `code`.
     wanted = set(stems(terms).values())
     matches = list(WORD.finditer(content))
-    stemmed = stems(m.group() for m in matches)
-    found = []
-    for match in matches:
-        term = stemmed[match.group()]
-        if term in wanted:
-            found.append((match.start(), match.end(), term))
+    stemmed = stem_list([m.group() for m in matches])
+    found = [
+        (match.start(), match.end(), term)
+        for match, term in zip(matches, stemmed, strict=True)
+        if term in wanted
+    ]
     if not found:
         return []
-    starts, ends = _sentences(content)
+    starts, ends = sentences(content)
     hits = []
     for start, end, term in found:
         i = bisect.bisect_right(starts, start) - 1
@@ -91,7 +91,7 @@ def _find_hits(content: str, terms: Collection[str]) -> list[_Hit]:
     return hits
 
 
-def _sentences(content: str) -> tuple[list[int], list[int]]:
+def sentences(content: str) -> tuple[list[int], list[int]]:
     """Start and end offsets of each sentence (or line)."""
     starts, ends = [0], []
     for match in _SENTENCE_BREAK.finditer(content):

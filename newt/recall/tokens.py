@@ -48,6 +48,15 @@ class _Tokenizer:
             self._conn.execute(f"CREATE VIRTUAL TABLE {name}_v USING fts5vocab({name}, 'instance')")
         self._cache: dict[str, tuple[str, str]] = {}
 
+    def stem_list(self, words: list[str]) -> list[str]:
+        """The stem of each word, in order (the hot path: mostly dict hits)."""
+        cache = self._cache
+        try:
+            return [cache[w][1] for w in words]
+        except KeyError:
+            self.lookup(words)
+            return [cache[w][1] if w in cache else self._tokenize([w])[w][1] for w in words]
+
     def lookup(self, words: Iterable[str]) -> dict[str, tuple[str, str]]:
         """(folded, stemmed) for each word; "" when the word holds no token."""
         cache = self._cache
@@ -104,6 +113,11 @@ def stem(word: str) -> str:
 def stems(words: Iterable[str]) -> dict[str, str]:
     """`stem` of many words at once (one SQLite round trip for the unseen ones)."""
     return {w: s for w, (_, s) in _TOKENIZER.lookup(words).items()}
+
+
+def stem_list(words: list[str]) -> list[str]:
+    """`stem` of each word, in order."""
+    return _TOKENIZER.stem_list(words)
 
 
 def analyze(words: Iterable[str]) -> dict[str, tuple[str, str]]:
