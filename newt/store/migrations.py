@@ -166,6 +166,29 @@ async def m006_stemmed_index(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m007_memory_vectors(conn: aiosqlite.Connection) -> None:
+    # Meaning-based recall (newt.recall.vectors): each record's chunks as unit
+    # float32 vectors, per embedding space ("<base_url> <model>"), so vectors
+    # of two models never mix. An empty blob marks a record that could not be
+    # embedded. A record's vectors go with it, and with its old content.
+    await run_script(
+        conn,
+        """
+        CREATE TABLE memory_vectors (
+            record_id   INTEGER NOT NULL REFERENCES memory_records(id) ON DELETE CASCADE,
+            space       TEXT NOT NULL,
+            chunk       INTEGER NOT NULL,
+            vector      BLOB NOT NULL,
+            PRIMARY KEY (record_id, space, chunk)
+        );
+        CREATE INDEX memory_vectors_space ON memory_vectors(space);
+        CREATE TRIGGER memory_records_vectors_au AFTER UPDATE OF content ON memory_records BEGIN
+            DELETE FROM memory_vectors WHERE record_id = new.id;
+        END;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
@@ -173,6 +196,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "estimate_glue", m004_estimate_glue),
     # 5 is reserved for another branch's migration (renumber here if it never lands).
     (6, "stemmed_index", m006_stemmed_index),
+    (7, "memory_vectors", m007_memory_vectors),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
