@@ -5,6 +5,8 @@ llama-server started with --embeddings (mean pooling over its chat model)."""
 from __future__ import annotations
 
 import asyncio
+import math
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from newt.recall import RecallEngine, RecallRequest
 from newt.recall.embed_queue import EmbedQueue
 from newt.recall.embedder import Embedder, chunks
 from newt.recall.engine import RRF_K, fuse
-from newt.recall.vectors import VectorIndex, pack, unpack
+from newt.recall.vectors import VectorIndex, pack, quantized, unpack
 from newt.store import Database, Store
 from tests.fake_openai import FakeOpenAI
 from tests.llama_server import LlamaServer
@@ -107,6 +109,29 @@ async def test_vector_index_search_delete_and_update(store: Store) -> None:
     )
     assert await index.search([1.0, 0.1, 0.0], 5) == []
     assert [i for i, _ in await index.pending(10)] == [ids[1]]
+
+
+async def test_search_holds_only_the_newest_vectors(store: Store) -> None:
+    ids = [await _record_id(store, await _turn(store, f"record {i}")) for i in range(4)]
+    index = VectorIndex(store.db, "s", max_scanned=2)
+    for record_id in ids:
+        await index.store(record_id, [[1.0, 0.0]])
+    assert {i for i, _ in await index.search([1.0, 0.0], 10)} == set(ids[2:])
+    await index.store(ids[0], [[1.0, 0.1]])  # re-embedded: now among the newest
+    assert {i for i, _ in await index.search([1.0, 0.0], 10)} == {ids[0], ids[3]}
+
+
+def test_quantized_cosine_is_close_to_the_exact_one() -> None:
+    rng = random.Random(3)
+    for _ in range(20):
+        a = [rng.gauss(0, 1) for _ in range(64)]
+        b = [x + rng.gauss(0, 0.5) for x in a]
+        exact = sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
+            sum(x * x for x in a) * sum(y * y for y in b)
+        )
+        (qa, na), (qb, nb) = quantized(a), quantized(b)
+        approx = (na * na + nb * nb - math.dist(qa, qb) ** 2) / (2 * na * nb)
+        assert approx == pytest.approx(exact, abs=0.01)
 
 
 async def test_upgrade_adds_the_vector_table(tmp_path: Path) -> None:

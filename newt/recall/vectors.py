@@ -7,20 +7,21 @@ product. A record's similarity to a query is that of its best chunk. A record
 that could not be embedded at all gets one row with an empty blob, so the
 background queue does not offer it again.
 
-Search is exact, with no extension and no numpy: the vectors of one space
-are kept in memory as tuples of floats and `math.dist` (a C loop) gives the
-distance, from which the cosine follows (|a - b|^2 = 2 - 2 cos for unit
-vectors). Measured on this 2-core machine at 576 dimensions (SmolLM2), about
-17 us a vector: 3,000 chunks in ~50 ms. sqlite-vec would be faster but cannot
-be loaded here (this Python's sqlite3 is built without extension loading, as
-are some distributions' and macOS's), and a conversation store holds a few
-thousand chunks; past MAX_SCANNED only the newest are searched, as the
+Search is brute force, with no extension and no numpy: the newest
+MAX_SCANNED vectors of one space are held in memory quantized to 8-bit
+integers (see `quantized`), and `math.dist` (a C loop) gives the distance
+from which the cosine follows. benchmarks/vector_search.py measures it;
+sqlite-vec's brute force is a few times faster but cannot be loaded here
+(this Python's sqlite3 is built without extension loading, as some
+distributions' and macOS's are), and a conversation store holds a few
+thousand chunks. Past MAX_SCANNED only the newest are searched, as the
 lexical path bounds its bm25 work.
 """
 
 from __future__ import annotations
 
 import array
+import asyncio
 import heapq
 import math
 import sys
@@ -28,8 +29,10 @@ from collections.abc import Collection, Sequence
 
 from newt.store.db import Database
 
-# The newest chunks searched per query (about 60 ms at 576 dimensions).
+# The newest chunks searched per query (see benchmarks/vector_search.py).
 MAX_SCANNED = 4000
+# Vectors quantized between two yields to the event loop while loading.
+LOAD_SLICE = 250
 
 
 def normalized(vector: Sequence[float]) -> list[float]:
@@ -43,6 +46,22 @@ def pack(vector: Sequence[float]) -> bytes:
     if sys.byteorder != "little":
         values.byteswap()
     return values.tobytes()
+
+
+def quantized(vector: Sequence[float]) -> tuple[tuple[int, ...], float]:
+    """The vector scaled to integers in [-127, 127] and shifted by +128, and the
+    norm of the unshifted integers (0 for a zero vector).
+
+    Python caches the ints 0..256, so such a tuple costs a pointer per
+    dimension (a float tuple costs four times that), and math.dist runs on
+    it slightly faster. Scaling each vector on its own keeps its direction,
+    which is all cosine similarity looks at.
+    """
+    top = max((abs(x) for x in vector), default=0.0)
+    if not top:
+        return tuple(128 for _ in vector), 0.0
+    ints = [round(x * 127.0 / top) for x in vector]
+    return tuple(i + 128 for i in ints), math.sqrt(sum(i * i for i in ints))
 
 
 def unpack(blob: bytes) -> tuple[float, ...]:
@@ -60,10 +79,10 @@ class VectorIndex:
         self.db = db
         self.space = space
         self.max_scanned = max_scanned
-        # rowid of memory_vectors -> (record id, unit vector); refreshed by rowid.
-        self._cache: dict[int, tuple[int, tuple[float, ...]]] = {}
+        # rowid of memory_vectors -> (record id, quantized vector, its norm), in
+        # rowid order; None for a row that cannot be compared.
+        self._cache: dict[int, tuple[int, tuple[int, ...], float] | None] = {}
         self._seen_rowid = 0
-        self._skipped = 0  # rows of another dimension (a model changed under one name)
         self._dim: int | None = None
 
     async def pending(self, limit: int) -> list[tuple[int, str]]:
@@ -116,51 +135,63 @@ class VectorIndex:
         if limit <= 0:
             return []
         await self._refresh()
-        q = tuple(normalized(query))
-        if not self._cache or len(q) != self._dim:
+        if len(query) != self._dim:
+            return []
+        q, q_norm = quantized(query)
+        if not q_norm:
             return []
         best: dict[int, float] = {}
-        newest: Collection[int] = self._cache
-        if len(self._cache) > self.max_scanned:
-            newest = heapq.nlargest(self.max_scanned, self._cache)
         dist = math.dist
-        for rowid in newest:
-            record_id, vector = self._cache[rowid]
-            if record_id in exclude:
+        for entry in self._cache.values():
+            if entry is None or entry[0] in exclude:
                 continue
-            cosine = 1.0 - dist(vector, q) ** 2 / 2.0
+            record_id, vector, norm = entry
+            # a.b = (|a|^2 + |b|^2 - |a - b|^2) / 2; the +128 offset cancels in a - b.
+            dot = (norm * norm + q_norm * q_norm - dist(vector, q) ** 2) / 2.0
+            cosine = dot / (norm * q_norm)
             if cosine > best.get(record_id, -2.0):
                 best[record_id] = cosine
         nearest = heapq.nlargest(limit, best.items(), key=lambda item: (item[1], item[0]))
         return [(record_id, cosine) for record_id, cosine in nearest]
 
     async def _refresh(self) -> None:
-        """Load vectors stored since the last search; forget deleted ones."""
+        """Hold the newest `max_scanned` vectors of the space: load those stored
+        since the last search, drop the oldest, and start over when some held
+        one was deleted (its record went, or got new content)."""
         cur = await self.db.conn.execute(
             "SELECT rowid, record_id, vector FROM memory_vectors"
-            " WHERE space = ? AND rowid > ? AND vector != x'' ORDER BY rowid",
-            (self.space, self._seen_rowid),
+            " WHERE space = ? AND rowid > ? AND vector != x'' ORDER BY rowid DESC LIMIT ?",
+            (self.space, self._seen_rowid, self.max_scanned),
         )
-        for rowid, record_id, blob in await cur.fetchall():
+        rows = list(await cur.fetchall())
+        if len(rows) == self.max_scanned:
+            self._cache.clear()  # all new: nothing older stays within the window
+        for n, (rowid, record_id, blob) in enumerate(reversed(rows), start=1):
+            if n % LOAD_SLICE == 0:
+                await asyncio.sleep(0)  # a first load takes a while: let the UI breathe
             vector = unpack(blob)
             if self._dim is None:
                 self._dim = len(vector)
-            if len(vector) == self._dim:
-                self._cache[rowid] = (record_id, vector)
-            else:
-                self._skipped += 1
-            self._seen_rowid = rowid
-        if self._cache:
-            # Deleted records take their vectors along (ON DELETE CASCADE);
-            # a cheap count tells whether the cache still matches.
-            cur = await self.db.conn.execute(
-                "SELECT count(*) FROM memory_vectors WHERE space = ? AND vector != x''"
-                " AND rowid <= ?",
-                (self.space, self._seen_rowid),
-            )
-            row = await cur.fetchone()
-            if row is not None and row[0] != len(self._cache) + self._skipped:
-                self._cache.clear()
-                self._seen_rowid = self._skipped = 0
-                self._dim = None
-                await self._refresh()
+            if len(vector) != self._dim:
+                self._cache[rowid] = None  # another model under the same name: skip
+                continue
+            ints, norm = quantized(vector)
+            self._cache[rowid] = (record_id, ints, norm) if norm else None
+        if rows:
+            self._seen_rowid = rows[0][0]
+        while len(self._cache) > self.max_scanned:
+            del self._cache[next(iter(self._cache))]  # insertion order is rowid order
+        if not self._cache:
+            return
+        # A cheap count over the held window tells whether any row in it went.
+        cur = await self.db.conn.execute(
+            "SELECT count(*) FROM memory_vectors WHERE space = ? AND vector != x''"
+            " AND rowid BETWEEN ? AND ?",
+            (self.space, next(iter(self._cache)), self._seen_rowid),
+        )
+        row = await cur.fetchone()
+        if row is not None and row[0] != len(self._cache):
+            self._cache.clear()
+            self._seen_rowid = 0
+            self._dim = None
+            await self._refresh()
