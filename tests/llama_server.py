@@ -108,9 +108,8 @@ def llama_server() -> Iterator[LlamaServer]:
 
 # The embeddings variant: the same binary and model, serving /v1/embeddings
 # beside chat (mean pooling over the chat model's hidden states: no registry
-# offers a GGUF embedding model). --no-repack: with --embeddings this build
-# crashes at start while repacking weights.
-EMBEDDINGS_ARGS = ("--embeddings", "--pooling", "mean", "--no-repack")
+# offers a GGUF embedding model).
+EMBEDDINGS_ARGS = ("--embeddings", "--pooling", "mean")
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from newt.backend.embeddings import (
 )
 from newt.recall import RecallEngine, RecallRequest
 from newt.recall.embed_queue import EmbedQueue
-from newt.recall.embedder import Embedder, chunks
+from newt.recall.embedder import Embedder, chunks, make_embedder
 from newt.recall.engine import RRF_K, fuse
 from newt.recall.vectors import VectorIndex, pack, quantized, unpack
 from newt.store import Database, Store
@@ -144,6 +144,17 @@ async def test_upgrade_adds_the_vector_table(tmp_path: Path) -> None:
         index = VectorIndex(store.db, "s")
         await index.store(await _record_id(store, key), [[0.5, 0.5]])
         assert await index.count() == 1
+
+
+async def test_make_embedder_follows_the_config() -> None:
+    assert make_embedder("http://h/v1", "chat", mode="off") is None
+    assert make_embedder("", "chat") is None
+    embedder = make_embedder("http://h/v1", "chat", "k", embedding_model="nomic-embed")
+    assert embedder is not None and embedder.space == "http://h/v1 nomic-embed"
+    await embedder.aclose()
+    embedder = make_embedder("http://h/v1/", "chat")
+    assert embedder is not None and embedder.space == "http://h/v1 chat"
+    await embedder.aclose()
 
 
 # -- the client against the loopback fake server -----------------------------------

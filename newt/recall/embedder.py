@@ -87,3 +87,18 @@ class Embedder:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+def make_embedder(
+    base_url: str,
+    chat_model: str,
+    api_key: str | None = None,
+    *,
+    mode: str = "auto",
+    embedding_model: str = "",
+) -> Embedder | None:
+    """The session's embedder from `[recall] embeddings` / `embedding_model`:
+    None when turned off (or there is no backend to ask)."""
+    if mode == "off" or not base_url:
+        return None
+    return Embedder(EmbeddingsClient(base_url, embedding_model or chat_model, api_key))
