@@ -47,7 +47,7 @@ from newt.recall import (
     retain_within_budget,
 )
 from newt.recall.engine import to_candidates
-from newt.store import MemoryRecord, Store
+from newt.store import SCHEMA_VERSION, MemoryRecord, Store
 
 BUDGETS = (512, 1024, 2048, 8192)
 RECALL_LIMIT = 8
@@ -153,7 +153,8 @@ async def accuracy(seed: int, count: int) -> None:
 async def latency_db(seed: int, count: int) -> tuple[Path, list[tuple[str, str, str]]]:
     """The cached big database and (question, key, fact) probes for it."""
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    stem = f"records-v{CORPUS_VERSION}-seed{seed}-n{count}"
+    # The schema version too: opening the cache migrates it in place.
+    stem = f"records-v{CORPUS_VERSION}-s{SCHEMA_VERSION}-seed{seed}-n{count}"
     path, probes_path = CACHE_DIR / f"{stem}.db", CACHE_DIR / f"{stem}.json"
     if not (path.exists() and probes_path.exists()):
         started = time.perf_counter()

@@ -71,6 +71,12 @@ class RecallConfig:
     """Tokens of retained evidence capsules placed in each request (0 turns recall off)."""
     excerpt_tokens: int = 64
     """Largest verbatim excerpt per capsule, in estimated tokens."""
+    embeddings: str = "auto"
+    """"auto": recall by meaning too when the backend serves /v1/embeddings; "off": words only."""
+    embedding_model: str = ""
+    """Model name sent to /v1/embeddings; empty: the chat model."""
+    evidence_order: str = "best_first"
+    """Capsule order in the prompt: "best_first", "best_last" (nearest the question), "packed"."""
 
 
 @dataclass
@@ -248,6 +254,12 @@ def _validate(cfg: Config, origin: str) -> None:
         raise ConfigError(f"{origin}: context.estimation.chars_per_token must be at least 1")
     if cfg.recall.retained_token_budget < 0 or cfg.recall.excerpt_tokens < 1:
         raise ConfigError(f"{origin}: recall budgets must be positive")
+    if cfg.recall.embeddings not in ("auto", "off"):
+        raise ConfigError(f'{origin}: recall.embeddings must be "auto" or "off"')
+    if cfg.recall.evidence_order not in ("best_first", "best_last", "packed"):
+        raise ConfigError(
+            f'{origin}: recall.evidence_order must be "best_first", "best_last" or "packed"'
+        )
 
 
 def load_config(

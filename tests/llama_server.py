@@ -104,3 +104,30 @@ def llama_server() -> Iterator[LlamaServer]:
         )
     finally:
         server.stop()
+
+
+# The embeddings variant: the same binary and model, serving /v1/embeddings
+# beside chat (mean pooling over the chat model's hidden states: no registry
+# offers a GGUF embedding model).
+EMBEDDINGS_ARGS = ("--embeddings", "--pooling", "mean")
+
+
+@pytest.fixture(scope="session")
+def llama_embeddings_server() -> Iterator[LlamaServer]:
+    binary, model = obtain_llama_server()
+    server = LocalLlamaServer(model, binary=binary, ctx=LLAMA_TEST_CTX, extra_args=EMBEDDINGS_ARGS)
+    try:
+        server.start()
+    except LocalServerError as exc:
+        pytest.fail(f"llama-server --embeddings did not start: {exc}", pytrace=False)
+    try:
+        yield LlamaServer(
+            base_url=server.base_url,
+            root_url=server.root_url,
+            n_ctx=LLAMA_TEST_CTX,
+            model="gemma-3-270m",
+            model_path=model,
+            binary=binary,
+        )
+    finally:
+        server.stop()

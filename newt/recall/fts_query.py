@@ -1,4 +1,4 @@
-"""Turn free user text into safe FTS5 queries, and fold words the way the index does.
+"""Turn free user text into safe FTS5 queries, with words folded the way the index does.
 
 User text is never handed to FTS5 as query syntax: `"foo" AND (bar`, `*`,
 `col:`, `NEAR(...)` or a stray quote would either raise or change the meaning
@@ -10,14 +10,10 @@ those words are. `choose_terms` and `plan_search` keep that cheap on large store
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# Letters and digits only: the index's unicode61 tokenizer treats everything
-# else (punctuation, `_`, quotes) as a separator, so these are its tokens.
-WORD = re.compile(r"[^\W_]+")
+from newt.recall.tokens import WORD, analyze
 
 # Distinct words looked up per query: a pasted page must not cost a lookup
 # per word. Their document frequencies are counted only up to RARE_DF + 1,
@@ -43,23 +39,25 @@ _STOP_WORDS_TEXT = """
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 
-def fold(word: str) -> str:
-    """Case- and accent-insensitive form, matching `remove_diacritics 2`."""
-    decomposed = unicodedata.normalize("NFKD", word.casefold())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
 def query_terms(text: str) -> list[str]:
-    """Distinct folded search terms of `text`, in first-seen order.
+    """Distinct search terms of `text` folded as the index folds them, in
+    first-seen order; words with one stem (`code`, `codes`) count once.
 
-    Stop words are dropped unless nothing else is left (a query of only
-    common words still deserves an answer). Past MAX_TERMS, the longest words
-    are kept: length is a cheap stand-in for how specific a word is.
+    Each term is the first-seen word's fold (not its stem: porter is not
+    idempotent, `agreed` -> `agre` -> `agr`, so a MATCH string must hold the
+    word, which FTS5 stems itself). Stop words are dropped unless nothing
+    else is left (a query of only common words still deserves an answer).
+    Past MAX_TERMS, the longest words are kept: length is a cheap stand-in
+    for how specific a word is.
     """
-    seen: dict[str, None] = {}
-    for match in WORD.finditer(text):
-        seen.setdefault(fold(match.group()), None)
-    words = [w for w in seen if w]
+    words = [match.group() for match in WORD.finditer(text)]
+    found = analyze(words)
+    by_stem: dict[str, str] = {}
+    for word in words:
+        folded, stemmed = found[word]
+        if stemmed:
+            by_stem.setdefault(stemmed, folded)
+    words = list(by_stem.values())
     content = [w for w in words if w not in STOP_WORDS]
     terms = content or words
     if len(terms) > MAX_TERMS:

@@ -64,13 +64,19 @@ class RetentionCandidate:
 
 @dataclass
 class EvidenceCapsule:
-    """A verbatim excerpt plus the key that recovers the full record."""
+    """A verbatim excerpt plus the key that recovers the full record.
+
+    `retrieval_score` (beyond DESIGN.md) is the candidate's: how well its
+    record matched the question, which orders capsules for the prompt
+    (see presentation.py) while recoverability decides what is packed.
+    """
 
     id: str
     retrieval_key: str
     excerpt: str
     tokens: int
     recoverability: float
+    retrieval_score: float = 0.0
 
 
 @dataclass
@@ -117,7 +123,9 @@ def retain_within_budget(
         excerpt = select_excerpt(candidate.content, max_chars, terms)
         tokens = est_tokens(excerpt) + key_tokens
         remaining -= tokens
-        capsules.append(EvidenceCapsule(key, key, excerpt, tokens, rec))
+        capsules.append(
+            EvidenceCapsule(key, key, excerpt, tokens, rec, _score(candidate.retrieval_score))
+        )
 
     return RetentionReport(
         budget_tokens=budget,

@@ -147,11 +147,56 @@ async def m004_estimate_glue(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m006_stemmed_index(conn: aiosqlite.Connection) -> None:
+    # Porter stemming over the same unicode61 tokens, so `codes` finds `code`
+    # and `coding`. The index is external-content: dropping and rebuilding it
+    # from memory_records loses nothing, and the m002 triggers (which name the
+    # table, not its tokenizer) keep working on the new one.
+    # The tokenizer must stay in step with newt.recall.tokens.INDEX_TOKENIZER.
+    await run_script(
+        conn,
+        """
+        DROP TABLE memory_fts;
+        CREATE VIRTUAL TABLE memory_fts USING fts5(
+            content, content='memory_records', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO memory_fts(memory_fts) VALUES ('rebuild');
+        """,
+    )
+
+
+async def m007_memory_vectors(conn: aiosqlite.Connection) -> None:
+    # Meaning-based recall (newt.recall.vectors): each record's chunks as unit
+    # float32 vectors, per embedding space ("<base_url> <model>"), so vectors
+    # of two models never mix. An empty blob marks a record that could not be
+    # embedded. A record's vectors go with it, and with its old content.
+    await run_script(
+        conn,
+        """
+        CREATE TABLE memory_vectors (
+            record_id   INTEGER NOT NULL REFERENCES memory_records(id) ON DELETE CASCADE,
+            space       TEXT NOT NULL,
+            chunk       INTEGER NOT NULL,
+            vector      BLOB NOT NULL,
+            PRIMARY KEY (record_id, space, chunk)
+        );
+        CREATE INDEX memory_vectors_space ON memory_vectors(space);
+        CREATE TRIGGER memory_records_vectors_au AFTER UPDATE OF content ON memory_records BEGIN
+            DELETE FROM memory_vectors WHERE record_id = new.id;
+        END;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
     (3, "model_capabilities", m003_model_capabilities),
     (4, "estimate_glue", m004_estimate_glue),
+    # 5 is reserved for another branch's migration (renumber here if it never lands).
+    (6, "stemmed_index", m006_stemmed_index),
+    (7, "memory_vectors", m007_memory_vectors),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,104 @@
+"""Meaning-based recall's view of the backend: embed texts, or learn that it cannot.
+
+The first answer decides: a backend that says it serves no embeddings
+(`EmbeddingsUnsupported`) is remembered as such for this process and never
+asked again, so without an embeddings endpoint recall is purely lexical and
+costs nothing extra. A failure of any other kind (timeout, 5xx) leaves the
+question open: the next call tries again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from newt.backend.embeddings import EmbeddingsClient, EmbeddingsError, EmbeddingsUnsupported
+
+logger = logging.getLogger(__name__)
+
+# A query's vector is worth waiting for only briefly: recall precedes every
+# reply, and lexical recall alone is the fallback.
+QUERY_TIMEOUT_S = 1.5
+# Each record is embedded in pieces of at most this many characters (about
+# 250 tokens): servers refuse inputs longer than their batch (llama-server's
+# default -ub is 512 tokens), and a fact in a long record should not be
+# averaged away by the rest of it.
+CHUNK_CHARS = 1000
+MAX_CHUNKS = 8
+
+
+def chunks(text: str, size: int = CHUNK_CHARS, most: int = MAX_CHUNKS) -> list[str]:
+    """`text` in pieces of at most `size` characters, cut at whitespace where possible."""
+    pieces: list[str] = []
+    rest = text.strip()
+    while rest and len(pieces) < most:
+        if len(rest) <= size:
+            pieces.append(rest)
+            break
+        cut = rest.rfind(" ", size // 2, size)
+        cut = size if cut <= 0 else cut
+        pieces.append(rest[:cut].strip())
+        rest = rest[cut:].strip()
+    return [p for p in pieces if p]
+
+
+class Embedder:
+    """Embeds with one client; `space` names its model so vectors of another never mix."""
+
+    def __init__(self, client: EmbeddingsClient, *, query_timeout_s: float = QUERY_TIMEOUT_S):
+        self.client = client
+        self.space = f"{client.base_url} {client.model}"
+        self.query_timeout_s = query_timeout_s
+        # None until the backend has answered; False once it said "no embeddings".
+        self.available: bool | None = None
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]] | None:
+        """Vectors for `texts`, or None when the backend serves no embeddings.
+
+        Raises EmbeddingsError for a failure worth retrying later.
+        """
+        if self.available is False:
+            return None
+        try:
+            vectors = await self.client.embed(texts)
+        except EmbeddingsUnsupported as exc:
+            logger.info("no embeddings, recall stays lexical: %s", exc)
+            self.available = False
+            return None
+        self.available = True
+        return vectors
+
+    async def embed_query(self, text: str) -> list[float] | None:
+        """The query's vector, or None (no embeddings, a failure, or too slow)."""
+        if self.available is False or not text.strip():
+            return None
+        try:
+            vectors = await self.client.embed(
+                [text[: CHUNK_CHARS * 2]], timeout_s=self.query_timeout_s
+            )
+        except EmbeddingsUnsupported:
+            self.available = False
+            return None
+        except EmbeddingsError as exc:
+            logger.info("query embedding failed, recalling lexically: %s", exc)
+            return None
+        self.available = True
+        return vectors[0]
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+def make_embedder(
+    base_url: str,
+    chat_model: str,
+    api_key: str | None = None,
+    *,
+    mode: str = "auto",
+    embedding_model: str = "",
+) -> Embedder | None:
+    """The session's embedder from `[recall] embeddings` / `embedding_model`:
+    None when turned off (or there is no backend to ask)."""
+    if mode == "off" or not base_url:
+        return None
+    return Embedder(EmbeddingsClient(base_url, embedding_model or chat_model, api_key))

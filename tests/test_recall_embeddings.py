@@ -1,0 +1,318 @@
+"""Meaning-based recall: the embeddings client, the vector table, the background
+queue and rank fusion, against real SQLite, the loopback fake server, and a real
+llama-server started with --embeddings (mean pooling over its chat model)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from newt.backend.embeddings import (
+    EmbeddingsClient,
+    EmbeddingsError,
+    EmbeddingsRejected,
+    EmbeddingsUnsupported,
+)
+from newt.recall import RecallEngine, RecallRequest
+from newt.recall.embed_queue import EmbedQueue
+from newt.recall.embedder import Embedder, chunks, make_embedder
+from newt.recall.engine import RRF_K, fuse
+from newt.recall.vectors import VectorIndex, pack, quantized, unpack
+from newt.store import Database, Store
+from tests.fake_openai import FakeOpenAI
+from tests.llama_server import LlamaServer
+
+EMBEDDINGS = ("POST", "/v1/embeddings")
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    async with await Store.open(tmp_path / "newt.db") as opened:
+        yield opened
+
+
+async def _turn(store: Store, user: str, assistant: str = "Noted.") -> str:
+    conv = await store.conversations.create()
+    turn_id = await store.turns.add_pending(conv.id, user)
+    await store.turns.complete(turn_id, assistant)
+    return f"t{turn_id}"
+
+
+async def _record_id(store: Store, key: str) -> int:
+    record = await store.records.get(key)
+    assert record is not None
+    return record.id
+
+
+def _embedding_requests(fake: FakeOpenAI) -> int:
+    return sum(1 for r in fake.requests if r.path == "/v1/embeddings")
+
+
+# -- pieces ------------------------------------------------------------------------
+
+
+def test_fuse_prefers_records_both_rankings_agree_on() -> None:
+    lexical = [(1, -9.0), (2, -5.0), (3, -1.0)]
+    meaning = [(3, 0.9), (4, 0.8)]
+    fused = fuse(lexical, meaning)
+    assert [rowid for rowid, _ in fused] == [3, 1, 2, 4]
+    assert fused[0][1] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
+    # Equal fused scores keep the lexical order (exact matches first).
+    assert [r for r, _ in fuse([(7, 0.0)], [(8, 0.0)])] == [7, 8]
+
+
+def test_vectors_are_unit_float32_blobs() -> None:
+    blob = pack([3.0, 4.0])
+    assert len(blob) == 8
+    assert unpack(blob) == pytest.approx((0.6, 0.8))
+    assert unpack(pack([0.0, 0.0])) == (0.0, 0.0)
+
+
+def test_chunks_cut_long_records_at_spaces() -> None:
+    text = " ".join(f"word{i}" for i in range(600))
+    pieces = chunks(text, size=1000)
+    assert all(len(p) <= 1000 for p in pieces)
+    assert " ".join(pieces) == text
+    assert chunks("   ") == []
+    assert len(chunks("x" * 100_000)) == 8  # bounded
+
+
+async def test_vector_index_search_delete_and_update(store: Store) -> None:
+    keys = [await _turn(store, f"record {i}") for i in range(3)]
+    ids = [await _record_id(store, k) for k in keys]
+    index = VectorIndex(store.db, "space-a")
+    assert [i for i, _ in await index.pending(10)] == ids[::-1]  # newest first
+    await index.store(ids[0], [[1.0, 0.0, 0.0]])
+    await index.store(ids[1], [[0.0, 1.0, 0.0], [0.7, 0.7, 0.0]])  # two chunks: best counts
+    await index.store(ids[2], [])  # unembeddable: never offered again, never found
+    assert await index.pending(10) == []
+    assert await index.count() == 2
+
+    found = await index.search([1.0, 0.1, 0.0], 5)
+    assert [i for i, _ in found] == [ids[0], ids[1]]
+    assert found[1][1] == pytest.approx(0.77, abs=0.02)  # the chunk at 45 degrees
+    assert await index.search([1.0, 0.1, 0.0], 5, exclude={ids[0]}) == [found[1]]
+    assert await index.search([1.0, 0.0], 5) == []  # another dimension: nothing comparable
+
+    # Another space's vectors never mix in; a deleted record takes its vectors along.
+    assert await VectorIndex(store.db, "space-b").search([1.0, 0.0, 0.0], 5) == []
+    await store.records.delete(keys[0])
+    assert [i for i, _ in await index.search([1.0, 0.1, 0.0], 5)] == [ids[1]]
+    # New content makes the old vectors stale: they go, and the record is pending again.
+    await store.db.conn.execute(
+        "UPDATE memory_records SET content = 'changed' WHERE id = ?", (ids[1],)
+    )
+    assert await index.search([1.0, 0.1, 0.0], 5) == []
+    assert [i for i, _ in await index.pending(10)] == [ids[1]]
+
+
+async def test_search_holds_only_the_newest_vectors(store: Store) -> None:
+    ids = [await _record_id(store, await _turn(store, f"record {i}")) for i in range(4)]
+    index = VectorIndex(store.db, "s", max_scanned=2)
+    for record_id in ids:
+        await index.store(record_id, [[1.0, 0.0]])
+    assert {i for i, _ in await index.search([1.0, 0.0], 10)} == set(ids[2:])
+    await index.store(ids[0], [[1.0, 0.1]])  # re-embedded: now among the newest
+    assert {i for i, _ in await index.search([1.0, 0.0], 10)} == {ids[0], ids[3]}
+
+
+def test_quantized_cosine_is_close_to_the_exact_one() -> None:
+    rng = random.Random(3)
+    for _ in range(20):
+        a = [rng.gauss(0, 1) for _ in range(64)]
+        b = [x + rng.gauss(0, 0.5) for x in a]
+        exact = sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
+            sum(x * x for x in a) * sum(y * y for y in b)
+        )
+        (qa, na), (qb, nb) = quantized(a), quantized(b)
+        approx = (na * na + nb * nb - math.dist(qa, qb) ** 2) / (2 * na * nb)
+        assert approx == pytest.approx(exact, abs=0.01)
+
+
+async def test_upgrade_adds_the_vector_table(tmp_path: Path) -> None:
+    path = tmp_path / "newt.db"
+    db = await Database.open(path, migrate=False)
+    await db.migrate(target=6)
+    await db.close()
+    async with await Store.open(path) as store:
+        key = await _turn(store, "after the upgrade")
+        index = VectorIndex(store.db, "s")
+        await index.store(await _record_id(store, key), [[0.5, 0.5]])
+        assert await index.count() == 1
+
+
+async def test_make_embedder_follows_the_config() -> None:
+    assert make_embedder("http://h/v1", "chat", mode="off") is None
+    assert make_embedder("", "chat") is None
+    embedder = make_embedder("http://h/v1", "chat", "k", embedding_model="nomic-embed")
+    assert embedder is not None and embedder.space == "http://h/v1 nomic-embed"
+    await embedder.aclose()
+    embedder = make_embedder("http://h/v1/", "chat")
+    assert embedder is not None and embedder.space == "http://h/v1 chat"
+    await embedder.aclose()
+
+
+# -- the client against the loopback fake server -----------------------------------
+
+
+@pytest.mark.parametrize("status", [404, 405, 501])
+async def test_client_reads_404_405_501_as_no_embeddings(
+    fake_openai: FakeOpenAI, status: int
+) -> None:
+    fake_openai.routes[EMBEDDINGS] = (status, {"error": {"message": "no"}})
+    client = EmbeddingsClient(fake_openai.base_url, "m", api_key="sk-secret")
+    try:
+        with pytest.raises(EmbeddingsUnsupported):
+            await client.embed(["hello"])
+    finally:
+        await client.aclose()
+
+
+async def test_client_errors_are_typed_and_keep_the_key_out(fake_openai: FakeOpenAI) -> None:
+    fake_openai.routes[EMBEDDINGS] = (500, {"error": {"message": "bad key sk-secret"}})
+    client = EmbeddingsClient(fake_openai.base_url, "m", api_key="sk-secret")
+    try:
+        with pytest.raises(EmbeddingsRejected) as caught:
+            await client.embed(["hello"])
+        assert "sk-secret" not in str(caught.value)
+        fake_openai.routes[EMBEDDINGS] = (200, {"data": [{"embedding": "nope"}]})
+        with pytest.raises(EmbeddingsError, match="malformed"):
+            await client.embed(["hello"])
+        fake_openai.routes[EMBEDDINGS] = (200, {"data": [{"index": 0, "embedding": [1, 2]}]})
+        assert await client.embed(["hello"]) == [[1.0, 2.0]]
+        with pytest.raises(EmbeddingsError, match="malformed"):
+            await client.embed(["two", "inputs"])  # one vector for two inputs
+        assert fake_openai.requests[-1].headers["authorization"] == "Bearer sk-secret"
+        assert fake_openai.requests[-1].body["model"] == "m"
+    finally:
+        await client.aclose()
+    unreachable = EmbeddingsClient("http://127.0.0.1:9/v1", "m")
+    try:
+        with pytest.raises(EmbeddingsError):
+            await unreachable.embed(["hello"])
+    finally:
+        await unreachable.aclose()
+
+
+async def test_without_embeddings_newt_asks_once_and_recalls_by_words(
+    store: Store, fake_openai: FakeOpenAI
+) -> None:
+    # The fake server has no /v1/embeddings route: it answers 404.
+    key = await _turn(store, "the locker code for the amber harbor is 4417")
+    embedder = Embedder(EmbeddingsClient(fake_openai.base_url, "m"))
+    queue = EmbedQueue(store.db, embedder)
+    queue.start()
+    try:
+        assert await queue.wait_idle(10)
+        assert embedder.available is False and not queue.running
+        engine = RecallEngine(store, embedder=embedder)
+        for _ in range(3):
+            response = await engine.recall(RecallRequest("locker codes"))
+            assert [m.key for m in response.memories] == [key]
+        await _turn(store, "another record")
+        queue.notify()
+        await asyncio.sleep(0.05)
+        assert _embedding_requests(fake_openai) == 1  # probed once, remembered
+        assert await VectorIndex(store.db, embedder.space).count() == 0
+    finally:
+        await queue.aclose()
+        await embedder.aclose()
+
+
+async def test_a_failing_query_embedding_falls_back_to_words(
+    store: Store, fake_openai: FakeOpenAI
+) -> None:
+    key = await _turn(store, "the locker code for the amber harbor is 4417")
+    other = await _turn(store, "a record only the vectors would find")
+    embedder = Embedder(EmbeddingsClient(fake_openai.base_url, "m"))
+    index = VectorIndex(store.db, embedder.space)
+    await index.store(await _record_id(store, other), [[1.0, 0.0]])
+    engine = RecallEngine(store, embedder=embedder)
+
+    fake_openai.routes[EMBEDDINGS] = (503, {"error": {"message": "loading model"}})
+    response = await engine.recall(RecallRequest("locker code"))
+    assert [m.key for m in response.memories] == [key]
+    assert embedder.available is None  # a failure is not a "no": asked again next time
+
+    fake_openai.routes[EMBEDDINGS] = (200, {"data": [{"index": 0, "embedding": [1.0, 0.1]}]})
+    response = await engine.recall(RecallRequest("locker code"))
+    assert [m.key for m in response.memories] == [key, other]  # both rankings, fused
+    assert embedder.available is True
+
+
+# -- the real thing: llama-server --embeddings ---------------------------------------
+
+
+@pytest.mark.llama
+async def test_queue_embeds_in_the_background_and_resumes_after_a_restart(
+    tmp_path: Path, llama_embeddings_server: LlamaServer
+) -> None:
+    path = tmp_path / "newt.db"
+    server = llama_embeddings_server
+    async with await Store.open(path) as store:
+        for text in ("the locker code is 4417", "my sister lives in Lisbon", "harbor " * 200):
+            await _turn(store, text)
+        embedder = Embedder(EmbeddingsClient(server.base_url, server.model))
+        queue = EmbedQueue(store.db, embedder, batch=2)
+        queue.start()
+        await _turn(store, "stored while the queue runs")
+        queue.notify()
+        assert await queue.wait_idle(120)
+        assert embedder.available is True and queue.embedded == 4
+        index = VectorIndex(store.db, embedder.space)
+        assert await index.count() == 4
+        await queue.aclose()
+        await embedder.aclose()
+        # Stored while nothing embeds (the app closed, or another process wrote).
+        await _turn(store, "the wifi password at the cabin is pinecone77")
+
+    async with await Store.open(path) as store:
+        embedder = Embedder(EmbeddingsClient(server.base_url, server.model))
+        queue = EmbedQueue(store.db, embedder)
+        queue.start()
+        try:
+            assert await queue.wait_idle(120)
+            assert queue.embedded == 1  # only the new record: nothing done twice
+            assert await VectorIndex(store.db, embedder.space).count() == 5
+            cur = await store.db.conn.execute("SELECT DISTINCT length(vector) FROM memory_vectors")
+            sizes = {row[0] for row in await cur.fetchall()}
+            assert len(sizes) == 1 and sizes.pop() % 4 == 0  # float32 blobs of one width
+        finally:
+            await queue.aclose()
+            await embedder.aclose()
+
+
+@pytest.mark.llama
+async def test_recall_by_meaning_finds_what_shares_no_word(
+    store: Store, llama_embeddings_server: LlamaServer
+) -> None:
+    server = llama_embeddings_server
+    fact = await _turn(store, "The locker code for the amber harbor is 4417.")
+    for text in (
+        "My sister Alice moved to Lisbon last spring.",
+        "The dentist appointment is on Thursday at ten.",
+        "We talked about the history of the printing press.",
+    ):
+        await _turn(store, text)
+    embedder = Embedder(EmbeddingsClient(server.base_url, server.model), query_timeout_s=60)
+    queue = EmbedQueue(store.db, embedder)
+    queue.start()
+    try:
+        assert await queue.wait_idle(120)
+        lexical = RecallEngine(store)
+        meaning = RecallEngine(store, embedder=embedder)
+        typo = "teh lockr kode fr amber harbr"  # no word in common with the fact but one
+        plain = "lockr kode harbr"  # no word in common at all
+        assert (await lexical.recall(RecallRequest(plain))).memories == []
+        found = (await meaning.recall(RecallRequest(plain, limit=1))).memories
+        assert [m.key for m in found] == [fact]
+        both = (await meaning.recall(RecallRequest(typo, limit=2))).memories
+        assert both[0].key == fact  # found by both rankings: fused first
+    finally:
+        await queue.aclose()
+        await embedder.aclose()
