@@ -10,8 +10,8 @@ import pytest
 
 from newt.agent import events as ev
 from newt.agent.session import ChatSession
-from newt.agent.turn import evidence_block
 from newt.memory import COMPACTION_MARKER
+from newt.recall.presentation import evidence_block
 from newt.store import Store
 from tests.agent_helpers import done_of, make_config, reply_of, run_turn
 from tests.fake_openai import (

@@ -137,7 +137,7 @@ def test_quantized_cosine_is_close_to_the_exact_one() -> None:
 async def test_upgrade_adds_the_vector_table(tmp_path: Path) -> None:
     path = tmp_path / "newt.db"
     db = await Database.open(path, migrate=False)
-    await db.migrate(target=6)
+    await db.migrate(target=5)
     await db.close()
     async with await Store.open(path) as store:
         key = await _turn(store, "after the upgrade")

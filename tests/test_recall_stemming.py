@@ -1,4 +1,4 @@
-"""Stemmed recall (migration m006) and query words folded exactly as the index folds them."""
+"""Stemmed recall (migration m005) and query words folded exactly as the index folds them."""
 
 from __future__ import annotations
 

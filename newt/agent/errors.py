@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from newt.config import Config
 from newt.store import Conversation, Store
 
 
@@ -37,3 +38,16 @@ async def resolve_conversation(store: Store, prefix: str) -> Conversation:
             f"{len(found)} conversations start with {prefix!r} ({ids}); give more characters"
         )
     return found[0]
+
+
+def require_backend(config: Config) -> None:
+    """Refuse to open a session without a base URL and a model, saying where to set them."""
+    if not config.backend.base_url:
+        raise NoBackendConfigured(
+            "no backend configured: set [backend] base_url in "
+            f"{config.path}, OPENAI_BASE_URL, or pass --base-url (or try `newt --local`)"
+        )
+    if not config.backend.model:
+        raise NoBackendConfigured(
+            f"no model configured: set [backend] model in {config.path} or pass --model"
+        )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from newt.agent.tools import TOOL_SCHEMAS
 from newt.memory import MemoryProvider
 from newt.memory.notes import NoteBook
 from newt.recall import RetentionReport
@@ -76,3 +79,12 @@ def dump_report(report: RetentionReport | None) -> dict[str, Any] | None:
             for c in report.capsules
         ],
     }
+
+
+def add_tool_costs(
+    status: MemoryStatus, mcp_schemas: list[dict[str, Any]], tokens_for: Callable[[str], int]
+) -> None:
+    """What the tool schemas offered with each request cost the window."""
+    schemas = TOOL_SCHEMAS + mcp_schemas
+    status.tool_tokens = tokens_for(json.dumps(schemas))
+    status.tools_offered, status.mcp_tools = len(schemas), len(schemas) - len(TOOL_SCHEMAS)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
@@ -30,23 +29,26 @@ from newt.agent.errors import (
     ConversationNotFound,
     NoBackendConfigured,
     SessionError,
+    require_backend,
     resolve_conversation,
 )
 from newt.agent.evidence import EvidenceSource
 from newt.agent.export import export_conversation
-from newt.agent.memory_status import MemoryStatus, dump_report, memory_status
-from newt.agent.tool_approval import Approver
-from newt.agent.tools import TOOL_SCHEMAS
+from newt.agent.mcp_controls import McpControls
+from newt.agent.memory_status import MemoryStatus, add_tool_costs, dump_report, memory_status
+from newt.agent.note_command import is_read_only_note_command, run_note_command
+from newt.agent.provider_setup import make_client, session_provider
+from newt.agent.recall_parts import RecallParts
 from newt.agent.toolset import ToolContext, tool_handlers
 from newt.agent.turn import TurnContext, TurnRunner
 from newt.agent.views import HistoryEntry, history_entries
 from newt.backend.client import ChatClient
 from newt.config import Config
-from newt.mcp.tooling import McpTools, tools_report
-from newt.memory import MemMessage, MemoryProvider, create_provider
+from newt.mcp.tooling import McpTools
+from newt.memory import MemMessage, MemoryProvider
 from newt.memory.notes import NoteBook
 from newt.memory.restore import conversation_turns_from_log
-from newt.recall import RecallEngine, RetentionReport
+from newt.recall import RetentionReport
 from newt.resources import asset_text
 from newt.store import Conversation, MemoryRecord, Store
 from newt.store.writer_lock import conversation_writer
@@ -54,7 +56,7 @@ from newt.store.writer_lock import conversation_writer
 log = logging.getLogger(__name__)
 
 
-class ChatSession:
+class ChatSession(McpControls):
     def __init__(self, config: Config, store: Store, client: ChatClient) -> None:
         self.config = config
         self.store = store
@@ -62,7 +64,8 @@ class ChatSession:
         self.model = config.backend.model
         self.base_url = config.backend.base_url
         self.notes = NoteBook()
-        self.recall = RecallEngine(store, excerpt_tokens=config.recall.excerpt_tokens)
+        self.recall_parts = RecallParts(store, config, self.base_url, self.model)
+        self.recall = self.recall_parts.engine
         self.last_retention: RetentionReport | None = None
         self.capabilities = CapabilityTracker(store.capabilities, config, self.base_url, self.model)
         self.log = ConversationLog(store, model=self.model, base_url=self.base_url)
@@ -87,24 +90,17 @@ class ChatSession:
     ) -> ChatSession:
         """Open a session; without `store` it opens (and on close closes) the
         database named by the config."""
-        if not config.backend.base_url:
-            raise NoBackendConfigured(
-                "no backend configured: set [backend] base_url in "
-                f"{config.path}, OPENAI_BASE_URL, or pass --base-url (or try `newt --local`)"
-            )
-        if not config.backend.model:
-            raise NoBackendConfigured(
-                f"no model configured: set [backend] model in {config.path} or pass --model"
-            )
+        require_backend(config)
         owns = store is None
         if store is None:
             store = await Store.open(config.db_path)
-        client = _client(config, config.backend.model)
+        client = make_client(config, config.backend.model)
         session = cls(config, store, client)
         session._owns_store = owns
         try:
             session.notes = await NoteBook.load(store.notes)
             await session._refresh_capabilities(probe=probe)
+            session.recall_parts.start()
         except BaseException:
             await client.aclose()
             if owns:
@@ -122,21 +118,7 @@ class ChatSession:
                 seed(cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens)
 
     def _make_provider(self) -> MemoryProvider:
-        provider = create_provider(
-            self.config.memory.provider,
-            context_tokens=self.budget.context_tokens,
-            threshold_pct=self.config.memory.threshold_pct,
-            chars_per_token=self.config.estimation.chars_per_token,
-            summarizer=self._summarize,
-            notes=self.notes,
-            budget_source=self.budget.source,
-            # learn the estimate from the backend's own reports (see newt.memory.calibration)
-            calibrate=True,
-        )
-        defer = getattr(provider, "with_deferred_summaries", None)
-        if defer is not None:
-            defer()  # a turn that compacts returns at once (newt.agent.background_summary)
-        return provider
+        return session_provider(self.config, self.budget, self.notes, self._summarize)
 
     @property
     def budget(self) -> Any:
@@ -157,6 +139,7 @@ class ChatSession:
         with contextlib.suppress(Exception):
             await self.provider.on_session_end([])
         await self.mcp.aclose()  # every MCP server newt started stops with the session
+        await self.recall_parts.aclose()
         await self.client.aclose()
         if self._owns_store:
             await self.store.close()
@@ -227,11 +210,16 @@ class ChatSession:
         async with self.lock:
             self.model = self.config.backend.model = model
             await self.client.aclose()
-            self.client = _client(self.config, model)
+            self.client = make_client(self.config, model)
             self.capabilities = CapabilityTracker(
                 self.store.capabilities, self.config, self.base_url, model
             )
             self.log.model = model
+            # vectors belong to a model: the new one embeds into its own space
+            await self.recall_parts.aclose()
+            self.recall_parts = RecallParts(self.store, self.config, self.base_url, model)
+            self.recall = self.evidence.recall = self.recall_parts.engine
+            self.recall_parts.start()
             await self._refresh_capabilities(probe=True)
             if self.conversation is not None:
                 await self.store.conversations.set_model(self.conversation.id, model, self.base_url)
@@ -242,31 +230,17 @@ class ChatSession:
     def memory_status(self) -> MemoryStatus:
         status = memory_status(self.provider, self.budget, self.notes, self.last_retention)
         if self.supports_tools is not False:
-            schemas = TOOL_SCHEMAS + self.mcp.schemas()
-            status.tool_tokens = self.estimate_tokens(json.dumps(schemas))
-            status.tools_offered, status.mcp_tools = len(schemas), len(schemas) - len(TOOL_SCHEMAS)
+            add_tool_costs(status, self.mcp.schemas(), self.estimate_tokens)
         return status
 
     async def note(self, arg: str) -> str:
         """The /note sub-language: `<text>`, `replace <old> => <new>`, `remove <text>`, `list`."""
-        arg = arg.strip()
-        head, _, rest = arg.partition(" ")
-        if not arg or head == "list":
-            if not self.notes.notes:
-                return "no notes yet: /note <text> adds one"
-            return self.notes.render_list()
+        if is_read_only_note_command(arg):
+            return await run_note_command(self.notes, self.store.notes, arg)
         async with self.lock:
-            if head == "remove":
-                removed = await self.notes.remove(self.store.notes, rest)
-                return f"removed note: {removed}"
-            if head == "replace":
-                old, sep, new = rest.partition("=>")
-                if not sep:
-                    raise SessionError("use /note replace <old text> => <new text>")
-                await self.notes.replace(self.store.notes, old.strip(), new.strip())
-                return f"replaced note with: {new.strip()}"
-            added = await self.notes.add(self.store.notes, arg)
-            return "saved note" if added else "that note is already saved"
+            answer = await run_note_command(self.notes, self.store.notes, arg)
+            self.recall_parts.stored()
+            return answer
 
     async def fetch_record(self, key: str) -> MemoryRecord | None:
         return await self.recall.fetch(key.strip())
@@ -327,20 +301,6 @@ class ChatSession:
             extra_tools=self.mcp if self.mcp.configured else None,
         )
 
-    # ------------------------------------------------------------ MCP tools
-
-    def set_tool_approver(self, approver: Approver | None) -> None:
-        """Who is asked before a tool with approve = "ask" runs (None: print mode)."""
-        self.mcp.approver = approver
-
-    def tools_report(self) -> str:
-        """/tools: the MCP servers, their state and their tools, as plain text."""
-        return tools_report(self.mcp.servers())
-
-    def set_tool_enabled(self, name: str, enabled: bool) -> bool:
-        """Switch a server or one tool for this conversation; False if unknown."""
-        return self.mcp.set_enabled(name, enabled)
-
     async def send(self, text: str) -> AsyncGenerator[ev.AgentEvent, None]:
         """Run one user turn (see newt.agent.turn). Cancelling keeps the partial reply."""
         if not text.strip():
@@ -364,22 +324,13 @@ class ChatSession:
                 finally:
                     self.last_retention = runner.last_retention
         self.summaries.start()
+        self.recall_parts.stored()  # the turn (and any record) can be embedded now
 
     def _writer(self, on_wait: Callable[[int | None], object] | None = None) -> Any:
         """This conversation's cross-process writer lock (none needed before it exists)."""
         if self.conversation is None:
             return contextlib.nullcontext()
         return conversation_writer(self.store.db.path, self.conversation.id, on_wait=on_wait)
-
-
-def _client(config: Config, model: str) -> ChatClient:
-    return ChatClient(
-        config.backend.base_url,
-        model,
-        config.api_key,
-        timeout_s=config.backend.timeout_s,
-        max_retries=config.backend.max_retries,
-    )
 
 
 __all__ = [

@@ -21,7 +21,7 @@ import sqlite3
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from newt.agent import events as ev
 from newt.agent.capability_tracker import CapabilityTracker
@@ -40,6 +40,7 @@ from newt.backend.client import ChatClient, ChatResult, TextDelta
 from newt.backend.errors import BackendError, ContextLengthExceededError, ToolsUnsupportedError
 from newt.memory import CompactingProvider, MemMessage, MemoryProvider, TurnMetrics, Usage
 from newt.recall import RetentionReport
+from newt.recall.presentation import EvidenceOrder, evidence_block
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -96,18 +97,6 @@ class _Progress:
         if self.prompt_tokens is None:
             return None
         return ev.UsageReported(self.prompt_tokens, self.completion_tokens, self.cached_tokens)
-
-
-def evidence_block(report: RetentionReport | None) -> str:
-    """The capsules as text placed before the user's message in this request only."""
-    if report is None or not report.capsules:
-        return ""
-    lines = [
-        "Retained evidence from memory (verbatim excerpts, reference only; "
-        "fetch_record(key) returns a record in full):"
-    ]
-    lines += [f"- [{c.retrieval_key}] {c.excerpt}" for c in report.capsules]
-    return "\n".join(lines) + "\n\n"
 
 
 class TurnRunner:
@@ -233,7 +222,8 @@ class TurnRunner:
         self.last_retention = report
         if report is not None:
             yield ev.RetainedEvidence(report)
-        p.evidence = evidence_block(report)
+        order = cast(EvidenceOrder, s.evidence.config.recall.evidence_order)  # validated by config
+        p.evidence = evidence_block(report, order)
         messages = self._build()
         if await self._guard(messages):
             # the record is persisted after this turn, which it precedes in the working set

@@ -96,7 +96,9 @@ class EmbedQueue:
                 self._wake.set()
                 continue
             except Exception:  # a bug or a locked database must not kill the app
-                logger.warning("the embedding queue stopped", exc_info=True)
+                logger.debug(
+                    "the embedding queue stopped", exc_info=True
+                )  # never a traceback on screen
                 self._idle.set()
                 return
             delay = RETRY_MIN_S

@@ -1,7 +1,7 @@
 """Words folded and stemmed exactly as the recall index's FTS5 tokenizer does.
 
 The index tokenizes with `porter unicode61 remove_diacritics 2` (migration
-m006). Reimplementing that in Python (casefold + NFKD, say) disagrees with it
+m005). Reimplementing that in Python (casefold + NFKD, say) disagrees with it
 on real words: unicode61 keeps `ß` and the `ﬁ` ligature as they are, while
 casefold/NFKD turn them into `ss` and `fi`, so `Hauptstraße` or `ﬁle` matched
 nothing. Instead SQLite's own tokenizer answers: the words are inserted into
@@ -25,7 +25,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable
 
-# The tokenizer of the recall index (see newt.store.migrations.m006).
+# The tokenizer of the recall index (see newt.store.migrations.m005).
 INDEX_TOKENIZER = "porter unicode61 remove_diacritics 2"
 FOLD_TOKENIZER = "unicode61 remove_diacritics 2"
 

@@ -1,4 +1,4 @@
-"""Record vectors in the same SQLite file (table `memory_vectors`, migration m007),
+"""Record vectors in the same SQLite file (table `memory_vectors`, migration m006),
 and nearest-neighbour search over them in plain Python.
 
 A record is embedded in chunks (see embedder.chunks); each chunk's vector is

@@ -147,7 +147,7 @@ async def m004_estimate_glue(conn: aiosqlite.Connection) -> None:
     )
 
 
-async def m006_stemmed_index(conn: aiosqlite.Connection) -> None:
+async def m005_stemmed_index(conn: aiosqlite.Connection) -> None:
     # Porter stemming over the same unicode61 tokens, so `codes` finds `code`
     # and `coding`. The index is external-content: dropping and rebuilding it
     # from memory_records loses nothing, and the m002 triggers (which name the
@@ -166,7 +166,7 @@ async def m006_stemmed_index(conn: aiosqlite.Connection) -> None:
     )
 
 
-async def m007_memory_vectors(conn: aiosqlite.Connection) -> None:
+async def m006_memory_vectors(conn: aiosqlite.Connection) -> None:
     # Meaning-based recall (newt.recall.vectors): each record's chunks as unit
     # float32 vectors, per embedding space ("<base_url> <model>"), so vectors
     # of two models never mix. An empty blob marks a record that could not be
@@ -194,9 +194,8 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (2, "memory_records", m002_memory_records),
     (3, "model_capabilities", m003_model_capabilities),
     (4, "estimate_glue", m004_estimate_glue),
-    # 5 is reserved for another branch's migration (renumber here if it never lands).
-    (6, "stemmed_index", m006_stemmed_index),
-    (7, "memory_vectors", m007_memory_vectors),
+    (5, "stemmed_index", m005_stemmed_index),
+    (6, "memory_vectors", m006_memory_vectors),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
