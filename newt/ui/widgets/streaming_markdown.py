@@ -5,9 +5,10 @@ Text written to the widget waits in a buffer; one render pass per frame
 costs one pass, and a costly pass spaces out the next ones (`DUTY`). A pass
 splits off the blocks that became final (`MarkdownBlocks`), renders them once
 with Rich into lines that are kept, and renders only the open tail again.
-Parsing and rendering run in a worker thread, so the event loop keeps
-handling keys and scrolling during a long code block or table; the thread
-gives the GIL back every few milliseconds.
+Rendering yields to the event loop after every block, so keys, scrolling
+and repaints go first; a single big block (a long code listing) renders in
+one worker thread instead. (Whole passes in a thread measured no better on
+a 2-core machine: the event loop then waits for the GIL at every step.)
 
 The lines live in line widgets (`RenderedLines`) that hand Textual finished
 strips, so appending to a long reply does not render or lay out its earlier
@@ -29,6 +30,7 @@ import contextlib
 import copy
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rich.console import Console, ConsoleOptions
@@ -84,6 +86,26 @@ def render_blocks(
     return lines
 
 
+BIG_BLOCK = 3000  # characters of one block worth rendering off the event loop
+_RENDERER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="newt-markdown")
+
+
+async def render_blocks_async(
+    blocks: Iterable[Block], width: int, base: Style, console: Console, options: ConsoleOptions
+) -> list[Strip]:
+    """`render_blocks`, giving the event loop a turn after every block."""
+    loop = asyncio.get_running_loop()
+    lines: list[Strip] = []
+    for block in blocks:
+        if len(block.source) > BIG_BLOCK:
+            args = (block, width, base, console, options)
+            lines += await loop.run_in_executor(_RENDERER, render_block, *args)
+        else:
+            lines += render_block(block, width, base, console, options)
+        await asyncio.sleep(0)
+    return lines
+
+
 WARM_UP = """# Warm up
 
 Text with **bold**, `code` and a [link](http://example.com).
@@ -113,7 +135,7 @@ class RenderedLines(Widget):
     """Markdown blocks shown from lines rendered ahead of time.
 
     At a new width (a resize) the blocks are rendered again from their source:
-    here if they are short, else in the worker thread while the old lines stay
+    at once if they are short, else block by block while the old lines stay
     up, so a resize never blocks input. `deferred` holds blocks back (height 0)
     until `release()`.
     """
@@ -125,13 +147,14 @@ class RenderedLines(Widget):
     }
     """
 
-    SYNC_RENDER = 2000  # characters of source worth rendering without a thread
+    SYNC_RENDER = 2000  # characters of source worth rendering in one go
 
     def __init__(self, blocks: Iterable[Block] = (), *, deferred: bool = False) -> None:
         super().__init__()
         self.blocks: list[Block] = list(blocks)
         self.lines: list[Strip] = []
         self.deferred = deferred
+        self._held = deferred
         self._width = 0  # the width `lines` were rendered at (0: not rendered)
         self._base: Style | None = None
         self._target = 0  # the width a re-render in flight is rendering at
@@ -156,6 +179,9 @@ class RenderedLines(Widget):
         """Append blocks and their lines (rendered at `width`)."""
         if not blocks:
             return
+        if not self.blocks and self._rerender is None:
+            self.show(blocks, lines, width, base)  # a new chunk takes the lines as they are
+            return
         self.blocks += blocks
         if (width, base) == (self._width, self._base) and self._rerender is None:
             self.lines += lines
@@ -167,9 +193,11 @@ class RenderedLines(Widget):
     def _ensure(self, width: int) -> None:
         if self.deferred or width <= 0 or width == self._width or width == self._target:
             return
-        # Lines already up stay (cropped) while new ones render in the thread:
-        # the log's scrollbar appearing must not stall a frame.
-        if not self.lines and sum(len(b.source) for b in self.blocks) <= self.SYNC_RENDER:
+        # Lines already up stay (cropped) while new ones render block by block:
+        # the log's scrollbar appearing must not stall a frame. Held blocks of
+        # a burst always render that way (several chunks may be released at once).
+        small = sum(len(b.source) for b in self.blocks) <= self.SYNC_RENDER
+        if not self.lines and not self._held and small:
             app = self.app
             options = app.console_options.update(highlight=False)
             base = self.rich_style
@@ -186,8 +214,8 @@ class RenderedLines(Widget):
                 width, count, base = self._target, len(self.blocks), self.rich_style
                 app = self.app
                 console, options = app.console, app.console_options.update(highlight=False)
-                lines = await asyncio.to_thread(
-                    render_blocks, self.blocks[:count], width, base, console, options
+                lines = await render_blocks_async(
+                    self.blocks[:count], width, base, console, options
                 )
                 if (width, count) == (self._target, len(self.blocks)):
                     self.lines, self._width, self._base = lines, width, base
@@ -221,7 +249,7 @@ class RenderedLines(Widget):
 
 
 class _Pass:
-    """What one render pass produced (in the worker thread)."""
+    """What one render pass produced."""
 
     def __init__(self) -> None:
         self.older: list[Block] = []  # settled, left for later
@@ -313,9 +341,7 @@ class StreamingMarkdown(Vertical):
             app = self.app
             console, options = app.console, app.console_options.update(highlight=False)
             screenful = max(app.size.height, 10)
-            done = await asyncio.to_thread(
-                self._render_pass, text, ending, width, base, console, options, screenful
-            )
+            done = await self._render_pass(text, ending, width, base, console, options, screenful)
             if done.older:
                 # Older blocks of a burst wait above what is shown.
                 self._held.append(RenderedLines(done.older, deferred=True))
@@ -355,7 +381,7 @@ class StreamingMarkdown(Vertical):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._ended.wait(), max(FRAME, DUTY * cost) - cost)
 
-    def _render_pass(
+    async def _render_pass(
         self,
         text: str,
         ending: bool,
@@ -365,7 +391,7 @@ class StreamingMarkdown(Vertical):
         options: ConsoleOptions,
         screenful: int,
     ) -> _Pass:
-        """In the worker thread: split off final blocks, render them and the tail.
+        """Split off final blocks, render them and the tail.
 
         Settled blocks are rendered newest first until a screenful of lines
         is ready; any older ones are handed back unrendered.
@@ -377,11 +403,11 @@ class StreamingMarkdown(Vertical):
         tail = self._blocks.tail
         if tail.strip():
             done.live = [Block(tail, self._blocks.tail_gap)]
-            done.live_lines = render_blocks(done.live, width, base, console, options)
+            done.live_lines = await render_blocks_async(done.live, width, base, console, options)
         shown = len(done.live_lines)
         rendered: list[list[Strip]] = []
         while settled and shown < screenful:
-            rendered.append(render_block(settled[-1], width, base, console, options))
+            rendered.append(await render_blocks_async(settled[-1:], width, base, console, options))
             shown += len(rendered[-1])
             done.recent.insert(0, settled.pop())
         done.older = settled
