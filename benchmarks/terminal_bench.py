@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -96,33 +95,6 @@ def _wheel_is_complete(wheel: Path) -> bool:
     return sources <= names
 
 
-def _fixed_copy(dest: Path) -> Path:
-    """A copy of the source whose package list names every package (see the report)."""
-    src = dest / "src"
-    files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    for name in files:
-        if (ROOT / name).is_file():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, src / name)
-    packages = sorted(
-        {".".join(p.parent.relative_to(src).parts) for p in (src / "newt").rglob("*.py")}
-    )
-    pyproject = src / "pyproject.toml"
-    listed = ", ".join(f'"{p}"' for p in [*packages, "newt.assets"])
-    text = re.sub(r"packages = \[[^\]]*\]", f"packages = [{listed}]", pyproject.read_text())
-    text = text.replace(
-        '"newt.ui" = ["*.tcss"]', '"newt.ui" = ["*.tcss"]\n"newt.ui.screens" = ["*.tcss"]'
-    )
-    pyproject.write_text(text)
-    return src
-
-
 def install(workdir: Path) -> Path:
     """Build the wheel and install it into a fresh venv; returns the `newt` path."""
     venv = workdir / "venv"
@@ -137,11 +109,8 @@ def install(workdir: Path) -> Path:
     )
     wheel = next(wheels.glob("newt-*.whl"))
     if not _wheel_is_complete(wheel):
-        print("the wheel lacks packages; installing from a copy with a full package list")
-        src = _fixed_copy(workdir)
-        subprocess.run([*pip, str(src)], check=True, capture_output=True)
-    else:
-        subprocess.run([*pip, str(wheel)], check=True, capture_output=True)
+        sys.exit(f"{wheel.name} lacks some of newt's modules: check the package list")
+    subprocess.run([*pip, str(wheel)], check=True, capture_output=True)
     return venv / "bin" / "newt"
 
 
