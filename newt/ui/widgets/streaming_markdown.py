@@ -154,7 +154,7 @@ class RenderedLines(Widget):
         self.blocks: list[Block] = list(blocks)
         self.lines: list[Strip] = []
         self.deferred = deferred
-        self._held = deferred
+        self._was_held = deferred
         self._width = 0  # the width `lines` were rendered at (0: not rendered)
         self._base: Style | None = None
         self._target = 0  # the width a re-render in flight is rendering at
@@ -197,7 +197,7 @@ class RenderedLines(Widget):
         # the log's scrollbar appearing must not stall a frame. Held blocks of
         # a burst always render that way (several chunks may be released at once).
         small = sum(len(b.source) for b in self.blocks) <= self.SYNC_RENDER
-        if not self.lines and not self._held and small:
+        if not self.lines and not self._was_held and small:
             app = self.app
             options = app.console_options.update(highlight=False)
             base = self.rich_style
