@@ -212,7 +212,10 @@ class Terminal:
         return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
     def close(self) -> None:
+        socket = self.tmux("display-message", "-p", "#{socket_path}").strip()
         self.tmux("kill-server")
+        if socket:
+            Path(socket).unlink(missing_ok=True)  # kill-server leaves the socket file
 
     def wait_for(self, text: str, timeout: float = 30.0) -> float:
         deadline = time.monotonic() + timeout
