@@ -1,4 +1,8 @@
-"""TUI benchmarks (issue 7): launch, streaming, and opening a long conversation.
+"""TUI benchmarks (issue 7): launch, streaming, and opening a long conversation, in-process.
+
+What a person sees in a terminal is measured by `benchmarks/terminal_bench.py`
+(the installed `newt` in tmux, issue 14); the README quotes that one. This
+one stays as the quick headless check of the app's own code paths.
 
     python benchmarks/ui_bench.py            # all three, each in a fresh process
     python benchmarks/ui_bench.py launch     # one of: launch | stream | open

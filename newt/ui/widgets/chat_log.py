@@ -8,6 +8,7 @@ bottom; scrolling to the top mounts the previous `BATCH` entries back.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 
 from textual.app import ComposeResult
@@ -22,6 +23,7 @@ from newt.ui.widgets.messages import widget_for
 WINDOW = 80  # widgets kept mounted while following the bottom
 BATCH = 30  # entries mounted per step when the user scrolls to the top
 INITIAL = 16  # entries mounted when a conversation opens: about a screenful, fast
+WARM_UP_AFTER = 1.0  # seconds after mounting (startup is done) to warm up the Markdown renderer
 
 
 class ChatLog(VerticalScroll, can_focus=True):
@@ -38,6 +40,16 @@ class ChatLog(VerticalScroll, can_focus=True):
     def on_mount(self) -> None:
         self.anchor()
         self._update_earlier()
+        # After the first frames (the prompt is usable), in a thread.
+        self.set_timer(WARM_UP_AFTER, self._warm_up)
+
+    async def _warm_up(self) -> None:
+        # Also imports Rich's Markdown and markdown-it off the event loop, which
+        # startup leaves out (see HistoryMarkdown).
+        from newt.ui.widgets.streaming_markdown import warm_up
+
+        options = self.app.console_options.update(highlight=False)
+        await asyncio.to_thread(warm_up, self.app.console, options)
 
     @property
     def first_mounted(self) -> int:
@@ -56,6 +68,14 @@ class ChatLog(VerticalScroll, can_focus=True):
     def following(self) -> bool:
         """True while the user has not scrolled away from the bottom."""
         return self.max_scroll_y - self.scroll_y <= 1
+
+    def scrolled_away(self) -> bool:
+        """The user moved up: a streaming reply below waits instead of re-laying out.
+
+        The anchor is released only by the user's scrolling, never by content
+        growing under it, so a burst of text cannot make the log look "away".
+        """
+        return self.is_anchored and self._anchor_released
 
     async def append(self, entry: Entry) -> Widget:
         following = self.following()

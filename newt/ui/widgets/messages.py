@@ -1,24 +1,23 @@
 """One widget per log entry.
 
-Assistant replies stream through `Markdown.get_stream()`: MarkdownStream
-batches fragments when they arrive faster than the widget can render, and one
-full `update()` at the end repairs any block that was cut mid-way.
+Assistant replies stream into `StreamingMarkdown` (one per text segment),
+which renders each Markdown block once it is final and, when the stream ends,
+only the last block again. Replies from history render through Rich's
+Markdown in one widget (`HistoryMarkdown`); both read the same.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.markdown import Markdown as RichMarkdown
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Button, Collapsible, Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Button, Collapsible, Static
 
 from newt.ui.format import clean, one_line
 from newt.ui.widgets.entries import (
@@ -30,6 +29,9 @@ from newt.ui.widgets.entries import (
     ToolCall,
     UserEntry,
 )
+
+if TYPE_CHECKING:
+    from newt.ui.widgets.streaming_markdown import StreamingMarkdown
 
 TOOL_TEXT_LIMIT = 4000  # a huge tool result would cost layout time for no reader benefit
 
@@ -126,10 +128,15 @@ class HistoryMarkdown(Static):
 
     Textual's Markdown widget mounts a child per block, and styling those is
     what makes opening a long conversation slow; Rich renders the same text
-    into a single widget. Live replies still stream through `Markdown`.
+    into a single widget. Live replies stream through `StreamingMarkdown`,
+    which renders with the same Rich Markdown block by block.
     """
 
     def __init__(self, text: str) -> None:
+        # Imported here: Rich's Markdown and its parser are not needed to show
+        # the prompt, and startup should not wait for them.
+        from rich.markdown import Markdown as RichMarkdown
+
         super().__init__(RichMarkdown(text, hyperlinks=False), classes="history-md")
         self.source = text
 
@@ -140,8 +147,7 @@ class AssistantMessage(Vertical):
     def __init__(self, entry: AssistantEntry) -> None:
         super().__init__(classes="message assistant")
         self.entry = entry
-        self._stream: MarkdownStream | None = None
-        self._markdown: Markdown | None = None
+        self._stream: StreamingMarkdown | None = None
         self._status = Static("", classes="status")
 
     def compose(self) -> ComposeResult:
@@ -165,23 +171,20 @@ class AssistantMessage(Vertical):
         if not text:
             return
         if self._stream is None:
+            from newt.ui.widgets.streaming_markdown import StreamingMarkdown  # see HistoryMarkdown
+
             self.entry.parts.append("")
-            self._markdown = Markdown()
-            await self.mount(self._markdown, before=self._status)
-            self._stream = Markdown.get_stream(self._markdown)
+            self._stream = StreamingMarkdown()
+            await self.mount(self._stream, before=self._status)
         last = self.entry.parts[-1]
         assert isinstance(last, str)
         self.entry.parts[-1] = last + text
-        await self._stream.write(text)
+        self._stream.write(text)  # rendered with the next frame, not awaited
 
     async def _close_segment(self) -> None:
         if self._stream is not None:
             stream, self._stream = self._stream, None
-            await stream.stop()
-            if self._markdown is not None and isinstance(self.entry.parts[-1], str):
-                # One full update repairs any block the stream cut mid-way.
-                await self._markdown.update(self.entry.parts[-1])
-        self._markdown = None
+            await stream.finish()  # renders only the last block again
 
     async def start_tool(self, call: ToolCall) -> None:
         await self._close_segment()
@@ -206,10 +209,9 @@ class AssistantMessage(Vertical):
             if reply:
                 parts.append(reply)
             self.entry.parts = parts
-            for md in self.query(Markdown):
-                await md.remove()
+            await self.query_children("StreamingMarkdown, HistoryMarkdown").remove()
             if reply:
-                await self.mount(Markdown(reply), before=self._status)
+                await self.mount(HistoryMarkdown(reply), before=self._status)
         self.entry.status = status
         self._show_status()
 
