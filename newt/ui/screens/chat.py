@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from functools import partial
 from typing import Any, ClassVar, cast
 
 from textual import on, work
@@ -33,13 +34,12 @@ from newt.agent.events import (
     TurnError,
     UsageReported,
 )
-from newt.agent.tool_approval import ApprovalRequest, Decision
 from newt.agent.views import make_title
 from newt.ui.commands import BY_NAME, ParsedCommand, SlashCommand, parse
 from newt.ui.errors import describe
 from newt.ui.format import clean
 from newt.ui.screens.chat_commands import ChatCommands
-from newt.ui.screens.mcp_approval import McpApprovalScreen
+from newt.ui.screens.mcp_approval import ask_approval
 from newt.ui.screens.record import RecordScreen
 from newt.ui.screens.turn_stream import END, Outcome, coalesce, pump
 from newt.ui.session_api import SessionLike
@@ -108,7 +108,7 @@ class ChatScreen(Screen[None]):
     def on_mount(self) -> None:
         set_approver = getattr(self.session, "set_tool_approver", None)
         if set_approver is not None:  # MCP tools with approve = "ask" ask here
-            set_approver(self.approve_tool)
+            set_approver(partial(ask_approval, self.app))
         self.refresh_header()
         self.refresh_meter()
         self.sidebar.show(self.session.last_retention)
@@ -147,29 +147,15 @@ class ChatScreen(Screen[None]):
 
     def _set_busy(self, busy: bool) -> None:
         self.busy = busy
-        self.set_class(busy, "-busy")
+        # on the prompt bar, not the screen: a class on the screen restyles every
+        # widget of the log (measured ~60 ms of CPU per turn on a long reply)
+        self.prompt.set_class(busy, "-busy")
         self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop":
             return self.busy
         return True
-
-    async def approve_tool(self, request: ApprovalRequest) -> Decision:
-        """Show the call and wait for the user's choice (awaited inside the turn)."""
-        decided: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
-
-        def done(decision: Decision | None) -> None:
-            if not decided.done():
-                decided.set_result(decision or "deny")
-
-        screen = McpApprovalScreen(request)
-        self.app.push_screen(screen, done)
-        try:
-            return await decided
-        finally:
-            if not decided.done() and screen.is_attached:  # the turn was cancelled
-                screen.dismiss(None)
 
     # -- loading a conversation -------------------------------------------------
 

@@ -8,7 +8,8 @@ denies, so a stray key can never run a tool.
 
 from __future__ import annotations
 
-from typing import ClassVar
+import asyncio
+from typing import Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -68,3 +69,21 @@ class McpApprovalScreen(ModalScreen[Decision]):
     def _pressed(self, event: Button.Pressed) -> None:
         if event.button.id in ("once", "conversation", "deny"):
             self.dismiss(event.button.id)  # type: ignore[arg-type]
+
+
+async def ask_approval(app: Any, request: ApprovalRequest) -> Decision:
+    """Show the call and wait for the user's choice (awaited inside the turn);
+    a cancelled turn closes the prompt, and closing it any other way denies."""
+    decided: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+
+    def done(decision: Decision | None) -> None:
+        if not decided.done():
+            decided.set_result(decision or "deny")
+
+    screen = McpApprovalScreen(request)
+    app.push_screen(screen, done)
+    try:
+        return await decided
+    finally:
+        if not decided.done() and screen.is_attached:  # the turn was cancelled
+            screen.dismiss(None)
