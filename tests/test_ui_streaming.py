@@ -170,7 +170,9 @@ async def test_stream_renders_each_block_once_and_matches_one_shot(
         _send(screen, "how do lakes freeze?")
         await _until(lambda: len(screen.query(StreamingMarkdown)) == 2, "a streamed segment")
         stream = screen.query(StreamingMarkdown).last()
-        await _until(lambda: len(stream.chunks[0].blocks) >= 4, "four settled blocks")
+        await _until(
+            lambda: bool(stream.chunks) and len(stream.chunks[0].blocks) >= 4, "four settled blocks"
+        )
         early = list(stream.chunks[0].lines)
         assert early, "settled blocks are on screen while the reply streams"
         _keys(app, "a", "b", "c")
@@ -222,7 +224,7 @@ async def test_scrolled_up_log_is_not_laid_out_until_the_user_returns(
         _send(screen, "two")
         await _until(lambda: len(screen.query(StreamingMarkdown)) == 2, "second reply")
         stream = screen.query(StreamingMarkdown).last()
-        await _until(lambda: stream.chunks[0].blocks, "a settled block")
+        await _until(lambda: bool(stream.chunks) and stream.chunks[0].blocks, "a settled block")
         log = screen.query_one(ChatLog)
         log.focus()
         _keys(app, "pageup")
