@@ -93,6 +93,7 @@ def test_command_line(fake_binary: Path, model: Path):
         "-c", "1024",
         "-np", "1",
         "-t", "3",
+        "--no-repack",
         "--jinja",
     ]  # fmt: skip
 
