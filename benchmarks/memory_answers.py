@@ -27,8 +27,9 @@ config as shipped) and `off` (`[recall] retained_token_budget = 0`).
 Facts and questions live in benchmarks/memory_answers.toml in two disjoint
 sets: `dev` (free to tune on) and `test` (the one the README reports).
 Replies are capped at --reply-tokens by the server's `-n` (newt sends no cap
-for chat turns; compaction summaries send their own), and sampling is greedy
-(`--temp 0`) so a run is repeatable. The second table is the time to the next
+for chat turns; compaction summaries send their own); sampling is the
+server's default with a fixed `--seed` (greedy decoding made this model repeat
+its previous reply turn after turn). The second table is the time to the next
 usable prompt: the wall time of each `newt -p` process, for all turns and for
 the turns that compacted.
 """
@@ -56,7 +57,7 @@ import httpx
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "memory_answers.toml"
 CONTEXT = 2048
-REPLY_TOKENS = 64
+REPLY_TOKENS = 48
 FACTS_PER_RUN = 6
 QUICK_FACTS = 3
 SPREAD_GAP = 3  # filler turns between two facts in the `spread` design
@@ -283,8 +284,11 @@ class LoggingProxy:
                     key, value = line.split(":", 1)
                     headers[key.strip().lower()] = value.strip()
             body = await reader.readexactly(int(headers.get("content-length", "0")))
+            started = time.perf_counter()
+            logged: dict[str, Any] | None = None
             if method == "POST" and target.endswith("/chat/completions"):
-                self.requests.append(json.loads(body))
+                logged = json.loads(body)
+                self.requests.append(logged)
             forward = {
                 k: v for k, v in headers.items() if k in ("content-type", "accept", "authorization")
             }
@@ -306,6 +310,9 @@ class LoggingProxy:
                     await writer.drain()
             finally:
                 await response.aclose()
+                if logged is not None:  # kept beside the body for -v (not sent anywhere)
+                    logged["_seconds"] = time.perf_counter() - started
+                    logged["_status"] = response.status_code
         except (asyncio.IncompleteReadError, ConnectionError, httpx.HTTPError):
             pass
         finally:
@@ -388,6 +395,13 @@ class Conversation:
         self.turns.append(turn)
         if self.verbose:
             mark = " [compacted]" if turn.compacted else ""
+            for body in turn.requests:
+                kind = "chat" if body.get("stream") else "summary"
+                print(
+                    f"      {kind} {body.get('_status')} {body.get('_seconds', 0):.1f}s"
+                    f" max_tokens={body.get('max_tokens')} messages={len(body['messages'])}",
+                    file=sys.stderr,
+                )
             print(
                 f"    {kind:8} {wall:5.1f}s{mark} {text[:50]!r} -> {turn.reply[:60]!r}",
                 file=sys.stderr,
@@ -596,7 +610,8 @@ async def main_async(args: argparse.Namespace) -> int:
     config_values = list(args.config_value)
     if args.embeddings is not None:
         config_values.append(f"{EMBEDDINGS_KEY}={'true' if args.embeddings == 'on' else 'false'}")
-    server_args = ["-n", str(args.reply_tokens), "--temp", "0", *args.server_arg]
+    # default sampling (greedy decoding makes this model repeat its last reply), fixed seed
+    server_args = ["-n", str(args.reply_tokens), "--seed", "1", *args.server_arg]
     runs: list[tuple[str, str, RunResult]] = []
     answers: list[Answer] = []
     started = time.perf_counter()
