@@ -63,8 +63,11 @@ QUICK_FACTS = 3
 SPREAD_GAP = 3  # filler turns between two facts in the `spread` design
 MAX_FILLER = 60  # a run that has not pruned every fact by then is broken
 RECALL_OFF = "recall.retained_token_budget=0"
-# The config key of the meaning-based recall path; `--embeddings on|off` sets it.
+# The meaning-based recall path: `--embeddings on` sets this key to "auto" and has
+# llama-server serve /v1/embeddings too (mean pooling over the chat model);
+# `--embeddings off` sets it to "off". Without the flag neither is touched.
 EMBEDDINGS_KEY = "recall.embeddings"
+EMBEDDINGS_SERVER_ARGS = ("--embeddings", "--pooling", "mean")
 
 VALUE_POOLS: dict[str, list[str]] = {
     "word": [
@@ -396,9 +399,9 @@ class Conversation:
         if self.verbose:
             mark = " [compacted]" if turn.compacted else ""
             for body in turn.requests:
-                kind = "chat" if body.get("stream") else "summary"
+                what = "chat" if body.get("stream") else "summary"
                 print(
-                    f"      {kind} {body.get('_status')} {body.get('_seconds', 0):.1f}s"
+                    f"      {what} {body.get('_status')} {body.get('_seconds', 0):.1f}s"
                     f" max_tokens={body.get('max_tokens')} messages={len(body['messages'])}",
                     file=sys.stderr,
                 )
@@ -608,10 +611,12 @@ async def main_async(args: argparse.Namespace) -> int:
     binary = Path(args.binary) if args.binary else binary
     model = Path(args.model) if args.model else model
     config_values = list(args.config_value)
-    if args.embeddings is not None:
-        config_values.append(f"{EMBEDDINGS_KEY}={'true' if args.embeddings == 'on' else 'false'}")
     # default sampling (greedy decoding makes this model repeat its last reply), fixed seed
     server_args = ["-n", str(args.reply_tokens), "--seed", "1", *args.server_arg]
+    if args.embeddings is not None:
+        config_values.append(f"{EMBEDDINGS_KEY}={'auto' if args.embeddings == 'on' else 'off'}")
+        if args.embeddings == "on":
+            server_args += EMBEDDINGS_SERVER_ARGS
     runs: list[tuple[str, str, RunResult]] = []
     answers: list[Answer] = []
     started = time.perf_counter()
@@ -674,7 +679,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--modes", default="on,off", help="recall on / off")
     parser.add_argument("--facts", type=int, default=FACTS_PER_RUN, help="facts per run")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 seed, 3 facts")
-    parser.add_argument("--embeddings", choices=("on", "off"), help=f"sets {EMBEDDINGS_KEY}")
+    parser.add_argument(
+        "--embeddings",
+        choices=("on", "off"),
+        help=f"meaning-based recall: sets {EMBEDDINGS_KEY} (and llama-server --embeddings)",
+    )
     parser.add_argument(
         "--config-value",
         action="append",
