@@ -457,6 +457,18 @@ def locate(body: dict[str, Any], value: str, question: str, known: set[str]) -> 
     return None
 
 
+def evidence_rank(body: dict[str, Any], value: str) -> int | None:
+    """1-based position of the first evidence capsule ("- [key] ...") naming the value."""
+    messages = body.get("messages") or []
+    if not messages:
+        return None
+    capsules = [line for line in content_of(messages[-1]).splitlines() if line.startswith("- [")]
+    for rank, line in enumerate(capsules, start=1):
+        if mentions(line, value):
+            return rank
+    return None
+
+
 @dataclass
 class Answer:
     set_name: str
@@ -470,6 +482,9 @@ class Answer:
     reply_ok: bool
     reply: str
     pruned: bool
+    rank: int | None = None  # the fact's capsule position in the evidence, if there
+    capsules: int = 0
+    siblings_in_reply: bool = False  # a near-miss value was named (the reply counts as wrong)
 
 
 @dataclass
@@ -538,6 +553,12 @@ async def one_run(
                     reply_ok=mentions(turn.reply, fact.value) and not wrong,
                     reply=turn.reply,
                     pruned=not fact_resident(body, fact, known),
+                    siblings_in_reply=wrong,
+                    rank=evidence_rank(body, fact.value),
+                    capsules=sum(
+                        line.startswith("- [")
+                        for line in content_of((body.get("messages") or [{}])[-1]).splitlines()
+                    ),
                 )
             )
         return result
@@ -552,8 +573,8 @@ def pct(hits: int, total: int) -> str:
 
 def answer_table(answers: Sequence[Answer]) -> list[str]:
     rows = [
-        "set   design  recall  questions    n  in request  (evid/rec/res)  in reply",
-        "----  ------  ------  ----------  --  ----------  --------------  --------",
+        "set   design  recall  questions    n  in request  (evid/rec/res)  1st capsule  in reply",
+        "----  ------  ------  ----------  --  ----------  --------------  -----------  --------",
     ]
     keys = sorted({(a.set_name, a.design, a.mode) for a in answers}, key=str)
     for set_name, design, mode in keys:
@@ -569,9 +590,11 @@ def answer_table(answers: Sequence[Answer]) -> list[str]:
                 str(sum(a.where == w for a in chosen)) for w in ("evidence", "record", "resident")
             )
             ok = sum(a.reply_ok for a in chosen)
+            in_evidence = sum(a.where == "evidence" for a in chosen)
+            first = f"{sum(a.rank == 1 for a in chosen)}/{in_evidence}"
             rows.append(
                 f"{set_name:4}  {design:6}  {mode:6}  {label:10}  {n:2}  {pct(found, n):>10}"
-                f"  {where:>14}  {pct(ok, n):>8}"
+                f"  {where:>14}  {first:>11}  {pct(ok, n):>8}"
             )
     return rows
 
@@ -655,7 +678,9 @@ async def main_async(args: argparse.Namespace) -> int:
         + (f", config {' '.join(config_values)}" if config_values else "")
     )
     print("in request: the fact's value was in the request (retained evidence, compaction")
-    print("record or a resident turn); in reply: the reply named it and no near-miss value.")
+    print("record or a resident turn); 1st capsule: of the questions whose fact was in the")
+    print("evidence, how many had it in the first capsule; in reply: the reply named the")
+    print("value and no near-miss value.")
     print()
     print("\n".join(answer_table(answers)))
     print()
