@@ -168,14 +168,12 @@ class NewtApp(App[None]):
         return True
 
     async def _start_local(self, choice: LocalModel) -> bool:
-        """ "Run a local model on this machine": llama-server for as long as the app runs."""
-        from newt.backend.local_server import LocalLlamaServer, reply_token_cap
+        """The first-run choice to run a model here: llama-server for the rest of the app."""
+        from newt.agent.local_model import start_local_server
 
         self._say("Starting the local model…")
-        cap = ["-n", str(reply_token_cap())]
-        server = LocalLlamaServer(choice.model, binary=choice.binary, extra_args=cap)
         try:
-            await server.astart()  # on the loop's thread: see LocalLlamaServer._spawn
+            server = await start_local_server(choice.binary, choice.model)
         except Exception as exc:
             self.notify(describe(exc), title="The local model did not start", severity="error",
                         timeout=10, markup=False)  # fmt: skip

@@ -22,7 +22,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Input, Label, ProgressBar, Static
 
-from newt.backend.local_setup import (
+from newt.agent.local_model import (
     Plan,
     Progress,
     ProgressFn,
