@@ -643,7 +643,10 @@ async def main_async(args: argparse.Namespace) -> int:
     runs: list[tuple[str, str, RunResult]] = []
     answers: list[Answer] = []
     started = time.perf_counter()
-    async with LocalLlamaServer(model, ctx=CONTEXT, binary=binary, extra_args=server_args) as llm:
+    server = LocalLlamaServer(
+        model, ctx=CONTEXT, threads=args.threads, binary=binary, extra_args=server_args
+    )
+    async with server as llm:
         proxy = LoggingProxy(llm.root_url)
         await proxy.start()
         try:
@@ -673,7 +676,7 @@ async def main_async(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     seeds = ",".join(map(str, args.seeds))
     print(
-        f"Memory that answers: SmolLM2-135M-Instruct, llama-server -c {CONTEXT}, "
+        f"Memory that answers: SmolLM2-135M-Instruct, llama-server -c {CONTEXT} -t {args.threads}, "
         f"replies <= {args.reply_tokens} tokens, {args.facts} facts per run, seeds {seeds}"
         + (f", config {' '.join(config_values)}" if config_values else "")
     )
@@ -720,6 +723,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--server-arg", action="append", default=[], help="extra llama-server argument"
     )
     parser.add_argument("--reply-tokens", type=int, default=REPLY_TOKENS)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="llama-server -t (1 is far faster when other work keeps both cores busy)",
+    )
     parser.add_argument("--binary", help="llama-server executable")
     parser.add_argument("--model", help="GGUF model (default: SmolLM2-135M-Instruct)")
     parser.add_argument("--json-out", help="write every answer as JSON here")
