@@ -3,11 +3,14 @@
     python benchmarks/memory_answers.py [--set dev|test] [--seeds 1,2] [--quick]
         [--designs first,spread] [--modes on,off] [--embeddings on|off]
         [--config-value SECTION.KEY=VALUE ...] [--server-arg ARG ...]
-        [--binary PATH] [--model GGUF] [--json-out FILE] [-v]
+        [--reply-tokens N] [--threads N] [--binary PATH] [--model GGUF]
+        [--json-out FILE] [-v]
 
 Drives the real `newt -p --json -c` (one subprocess per turn, NEWT_HOME in a
 temporary directory) against llama-server running SmolLM2-135M-Instruct with
-`-c 2048 -np 1 -t 2` (scripts/get_llama_server.sh fetches both). newt talks to
+`-c 2048 -np 1 -t 2` (scripts/get_llama_server.sh fetches both; `--threads 1`
+is far faster when other work keeps both cores busy: 9.8 against 1.4 tokens/s
+generated on this project's loaded 2-core machine). newt talks to
 the server through a small logging proxy started here, so the benchmark sees
 exactly what every request carried.
 
