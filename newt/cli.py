@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         const="",
         metavar="MODEL.gguf",
-        help="run a managed llama-server (default model: Gemma 3 270M)",
+        help="run a managed llama-server (default model: SmolLM2-135M-Instruct)",
     )
     parser.add_argument(
         "-c",
@@ -130,11 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             base_url, model = args.base_url, args.model
             if args.local is not None:
-                from newt.backend.local_server import LocalLlamaServer
+                from newt.backend.local_server import LocalLlamaServer, reply_token_cap
 
-                # a cap on reply length: base models may otherwise talk until the window is full
+                # replies capped at the reserve newt keeps free for them
+                cap = ["-n", str(reply_token_cap())]
                 server = stack.enter_context(
-                    LocalLlamaServer(model_path=args.local or None, extra_args=["-n", "512"])
+                    LocalLlamaServer(model_path=args.local or None, extra_args=cap)
                 )
                 base_url, model = server.base_url, model or server.model_name
             config = load_config(args.config, base_url=base_url, model=model)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fake_openai", "tests.llama_server"]
+pytest_plugins = ["tests.fake_openai", "tests.llama_server", "tests.package_index"]
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from newt.backend.errors import LocalServerError
-from newt.backend.local_server import LocalLlamaServer, default_model_path
+from newt.backend.local_server import LocalLlamaServer, gemma_model_path
 
 REPO = Path(__file__).resolve().parents[1]
 GET_SCRIPT = REPO / "scripts" / "get_llama_server.sh"
@@ -62,8 +62,8 @@ class LlamaServer:
 def obtain_llama_server() -> tuple[Path, Path]:
     """(binary, model): $NEWT_LLAMA_SERVER if set and the model is cached, else the script."""
     env_binary = os.environ.get("NEWT_LLAMA_SERVER")
-    if env_binary and Path(env_binary).is_file() and default_model_path().is_file():
-        return Path(env_binary), default_model_path()
+    if env_binary and Path(env_binary).is_file() and gemma_model_path().is_file():
+        return Path(env_binary), gemma_model_path()
     try:
         proc = subprocess.run(
             ["bash", str(GET_SCRIPT)],
@@ -74,15 +74,16 @@ def obtain_llama_server() -> tuple[Path, Path]:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         pytest.fail(f"scripts/get_llama_server.sh could not run: {exc}", pytrace=False)
+    # stdout: the binary, the Gemma model, the SmolLM2 instruct model (by position).
     paths = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or len(paths) < 2:
+    if proc.returncode != 0 or len(paths) < 3:
         tail = "\n".join(proc.stderr.strip().splitlines()[-25:])
         pytest.fail(
             f"scripts/get_llama_server.sh failed (exit {proc.returncode}); the llama tests "
             f"need llama-server and the Gemma model. Its last output:\n{tail}",
             pytrace=False,
         )
-    return Path(paths[-2]), Path(paths[-1])
+    return Path(paths[0]), Path(paths[1])
 
 
 @pytest.fixture(scope="session")

@@ -146,7 +146,7 @@ def test_binary_from_the_cache_dir(tmp_path: Path, monkeypatch):
     cached.write_text("#!/bin/sh\n")
     cached.chmod(0o755)
     assert find_llama_server() == cached
-    assert LocalLlamaServer().model_path == tmp_path / "gemma-3-270m-q4_k_m.gguf"
+    assert LocalLlamaServer().model_path == tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def test_missing_model_says_how_to_get_it(fake_binary: Path, tmp_path: Path):

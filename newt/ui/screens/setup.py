@@ -1,27 +1,50 @@
-"""First run: no backend configured and none found on the usual local ports."""
+"""First run: no backend configured and none found on the usual local ports.
+
+The first choice runs a model on this machine: newt fetches SmolLM2-135M-Instruct
+and builds llama-server if they are missing (a progress bar with the time left),
+then the app starts llama-server and opens the chat. The second is the form for
+a server the user already has.
+"""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label, ProgressBar, Static
 
+from newt.agent.local_model import (
+    Plan,
+    Progress,
+    ProgressFn,
+    SetupCancelled,
+    SetupError,
+    ensure_local_model,
+    plan,
+)
 from newt.config import save_settings
 
 INTRO = (
-    "newt needs an OpenAI-compatible server. None is configured, and nothing answered on "
-    "the usual local ports (llama-server 8080, Ollama 11434, LM Studio 1234, vLLM 8000).\n\n"
-    "Enter one below (saved to the config file, comments kept), or quit and run "
-    "`newt --local MODEL.gguf` to have newt start llama-server for you."
+    "newt needs a model to talk to. None is configured, and nothing answered on the usual "
+    "local ports (llama-server 8080, Ollama 11434, LM Studio 1234, vLLM 8000). The first "
+    "choice runs one here; later, `newt --local` starts it directly."
 )
+LOCAL_ABOUT = (
+    "SmolLM2-135M-Instruct on llama.cpp's llama-server, fully offline: a small model that "
+    "answers short questions."
+)
+FORM_ABOUT = "Or use a server you already run (saved to the config file, comments kept):"
+
+PrepareLocal = Callable[[ProgressFn], tuple[Path, Path]]
 
 
 @dataclass
@@ -31,20 +54,59 @@ class BackendSettings:
     api_key_env: str
 
 
-class SetupScreen(Screen[BackendSettings | None]):
-    CSS_PATH = "setup.tcss"
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Quit")]
+@dataclass
+class LocalModel:
+    """The choice to run a model here: what the app hands to llama-server."""
 
-    def __init__(self, config_path: Path, *, base_url: str = "", model: str = "") -> None:
+    binary: Path
+    model: Path
+
+
+def _prepare(progress: ProgressFn) -> tuple[Path, Path]:
+    return ensure_local_model(progress=progress)
+
+
+def _minutes(seconds: float) -> str:
+    if seconds < 60:
+        return "less than a minute"
+    minutes = round(seconds / 60)
+    return f"about {minutes} minute{'s' if minutes != 1 else ''}"
+
+
+class SetupScreen(Screen[BackendSettings | LocalModel | None]):
+    CSS_PATH = "setup.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "quit_setup", "Quit")]
+
+    def __init__(
+        self,
+        config_path: Path,
+        *,
+        base_url: str = "",
+        model: str = "",
+        local_plan: Plan | None = None,
+        prepare_local: PrepareLocal = _prepare,
+    ) -> None:
         super().__init__()
         self.config_path = config_path
         self._base_url = base_url
         self._model = model
+        self.local_plan = local_plan if local_plan is not None else plan()
+        self._prepare_local = prepare_local
+        self._cancel = threading.Event()
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="panel") as panel:
-            panel.border_title = "Set up a backend"
+        with VerticalScroll(id="panel") as panel:
+            panel.border_title = "Set up a model"
             yield Static(Content(INTRO), id="setup-intro")
+            with Vertical(id="setup-local-box"):
+                yield Button(
+                    "Run a local model on this machine", variant="primary", id="setup-local"
+                )
+                yield Static(Content(LOCAL_ABOUT), classes="setup-about")
+                yield Static(Content(self.local_plan.describe()), id="setup-local-plan")
+                yield ProgressBar(total=100, show_eta=False, id="setup-progress")
+                yield Static("", id="setup-progress-text")
+            yield Static(Content(FORM_ABOUT), id="setup-form-about")
             yield Label("Base URL")
             yield Input(self._base_url, placeholder="http://127.0.0.1:8080/v1", id="setup-base-url")
             yield Label("Model")
@@ -53,16 +115,61 @@ class SetupScreen(Screen[BackendSettings | None]):
             yield Input("OPENAI_API_KEY", id="setup-key-env")
             yield Static("", id="setup-error")
             with Horizontal(id="setup-buttons"):
-                yield Button("Save and start", variant="primary", id="setup-save")
+                yield Button("Save and start", id="setup-save")
                 yield Button("Quit", id="setup-quit")
             yield Static(Content(f"Config file: {self.config_path}"), id="setup-path")
 
     def on_mount(self) -> None:
-        self.query_one("#setup-base-url", Input).focus()
+        self.query_one("#setup-local", Button).focus()
+
+    # -- run a model here -------------------------------------------------------------
+
+    @on(Button.Pressed, "#setup-local")
+    def _run_local(self) -> None:
+        self.query_one("#setup-local", Button).disabled = True
+        self.query_one("#setup-error", Static).update("")
+        self.add_class("preparing")
+        self._cancel.clear()
+        self._prepare_worker()
+
+    @work(thread=True, exclusive=True, group="local-setup", exit_on_error=False)
+    def _prepare_worker(self) -> None:
+        def progress(p: Progress) -> None:
+            if self._cancel.is_set():
+                raise SetupCancelled("cancelled")
+            self.app.call_from_thread(self._show_progress, p)
+
+        try:
+            binary, model = self._prepare_local(progress)
+        except SetupCancelled:
+            return
+        except (SetupError, OSError) as exc:
+            self.app.call_from_thread(self._local_failed, str(exc))
+            return
+        self.app.call_from_thread(self.dismiss, LocalModel(binary, model))
+
+    def _show_progress(self, p: Progress) -> None:
+        fraction, left = self.local_plan.overall(p)
+        self.query_one("#setup-progress", ProgressBar).update(progress=round(fraction * 100, 1))
+        line = f"{p.message}\n{_minutes(left)} left" if not self.local_plan.ready else p.message
+        self.query_one("#setup-progress-text", Static).update(Content(line))
+
+    def _local_failed(self, message: str) -> None:
+        self.remove_class("preparing")
+        self.query_one("#setup-local", Button).disabled = False
+        self.query_one("#setup-error", Static).update(Content(message))
+
+    # -- leave -----------------------------------------------------------------------
+
+    def action_quit_setup(self) -> None:
+        self._cancel.set()  # a build in progress stops (its compiler is killed)
+        self.dismiss(None)
 
     @on(Button.Pressed, "#setup-quit")
     def _quit(self) -> None:
-        self.dismiss(None)
+        self.action_quit_setup()
+
+    # -- a server the user runs ----------------------------------------------------------
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#setup-save")
@@ -83,4 +190,5 @@ class SetupScreen(Screen[BackendSettings | None]):
         except (OSError, ValueError) as exc:
             error.update(Content(f"Could not save {self.config_path}: {exc}"))
             return
+        self._cancel.set()
         self.dismiss(BackendSettings(base_url, model, key_env))
