@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with -p: print one JSON object instead of the streamed text",
     )
+    # started detached by print mode to write a compaction summary after it exits
+    parser.add_argument("--finish-summary", metavar="ID", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("list", help="list saved conversations")
     export = sub.add_parser("export", help="export a conversation")
@@ -141,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = load_config(args.config, base_url=base_url, model=model)
             if args.local is not None:
                 config.api_key = None  # our own llama-server needs no key; never send one
+            if args.finish_summary:
+                from newt.agent.print_mode import finish_summary
+
+                return asyncio.run(finish_summary(config, args.finish_summary))
             if args.command == "list":
                 return asyncio.run(cmd_list(config, stdout))
             if args.command == "export":
@@ -158,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         continue_latest=args.continue_latest,
                         out=stdout,
                         err=stderr,
+                        # our managed llama-server stops when we exit: wait instead
+                        detach_summary=args.local is None,
                     )
                 )
             from newt.ui.app import run_tui

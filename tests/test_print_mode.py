@@ -333,3 +333,46 @@ def test_bad_base_url_is_a_usage_error(_isolated_home: Path) -> None:
     )
     assert result.returncode == 2 and "not an http(s) URL" in result.stderr
     assert not (_isolated_home / "newt.db").exists()  # refused before anything was stored
+
+
+def test_a_compacting_turn_returns_before_its_summary_is_written(
+    fake_openai: FakeOpenAI, _isolated_home: Path
+) -> None:
+    """Issue 10, item 6: `newt -p` gives the prompt back with the fallback record
+    stored; a detached newt writes the summary and stores it as the newest record."""
+    config = _isolated_home / "config.toml"
+    config.write_text("[memory]\ncontext_tokens = 8000\n[recall]\nretained_token_budget = 0\n")
+    for i in range(5):
+        fake_openai.script(Reply(text=f"answer {i}: " + "lorem ipsum " * 12))
+        result = newt_cmd(
+            *args(fake_openai, *(["-c"] if i else []), "-p", f"question {i}: " + "more " * 30),
+            home=_isolated_home,
+        )
+        assert result.returncode == 0, result.stderr
+    db = _isolated_home / "newt.db"
+    # a smaller window from now on: the next turn folds the early ones
+    config.write_text("[memory]\ncontext_tokens = 600\n[recall]\nretained_token_budget = 0\n")
+    # the summarizer answers slowly: the turn that compacts must not wait for it
+    fake_openai.script(
+        Reply(text="a reply that compacts " + "words " * 40),
+        Reply(text="the summary of the early questions", first_byte_delay_s=3.0),
+    )
+    started = time.monotonic()
+    result = newt_cmd(*args(fake_openai, "-c", "-p", "one more " * 20), home=_isolated_home)
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    assert took < 3.0, f"waited {took:.1f} s for the summary"
+
+    def records() -> list[str]:
+        conn = sqlite3.connect(db)
+        try:
+            rows = conn.execute("SELECT user FROM turns WHERE kind = 'compaction' ORDER BY id")
+            return [r[0] for r in rows]
+        finally:
+            conn.close()
+
+    assert "message(s) were removed" in records()[-1]  # the fallback stands in at once
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "the summary of the early" not in records()[-1]:
+        time.sleep(0.2)
+    assert "the summary of the early questions" in records()[-1]

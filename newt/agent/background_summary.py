@@ -14,10 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any, cast
 
 from newt.agent.conversation_log import ConversationLog
+from newt.config import Config
 from newt.memory import MemoryProvider
 
 log = logging.getLogger(__name__)
@@ -83,3 +86,23 @@ class BackgroundSummary:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+
+
+def spawn_summary_writer(config: Config, conversation_id: str) -> None:
+    """Start a detached `newt --finish-summary` for this conversation: print mode
+    gives the shell its prompt back while the summary is written. The child
+    inherits the environment (NEWT_HOME, the API key's variable) and stores the
+    summary under the conversation's writer lock, or drops it if another newt
+    wrote to the conversation first (that newt resumes it from the log)."""
+    argv = [sys.executable, "-m", "newt", "--finish-summary", conversation_id]
+    argv += ["--base-url", config.backend.base_url, "--model", config.backend.model]
+    if config.path is not None and config.path.exists():
+        argv += ["--config", str(config.path)]
+    with contextlib.suppress(OSError):
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # not killed with the shell's job
+        )

@@ -10,6 +10,7 @@ import json
 from typing import Any, TextIO
 
 from newt.agent import events as ev
+from newt.agent.background_summary import spawn_summary_writer
 from newt.agent.session import ChatSession, MemoryStatus, dump_report
 from newt.config import Config
 from newt.store import Store
@@ -25,6 +26,7 @@ async def run_print(
     continue_latest: bool,
     out: TextIO,
     err: TextIO,
+    detach_summary: bool = True,
 ) -> int:
     assert config.db_path is not None
     async with await Store.open(config.db_path) as store:
@@ -40,10 +42,16 @@ async def run_print(
             code = await _one_turn(
                 session, prompt, as_json=as_json, out=out, err=err, resumed=resumed
             )
-            # The reply is out; a summary of folded turns is finished before
-            # exiting so the conversation's record is not left at the fallback.
+            # The reply is out. A summary of folded turns must not hold up the
+            # shell's prompt: a detached newt writes it (or, with a server that
+            # dies with us, we wait for it here).
             out.flush()
-            await session.summaries.wait(config.backend.timeout_s)
+            if getattr(session.provider, "summary_pending", False) and session.conversation:
+                if detach_summary:
+                    spawn_summary_writer(config, session.conversation.id)
+                else:
+                    session.summaries.start()
+                    await session.summaries.wait(config.backend.timeout_s)
             return code
         finally:
             await session.close()
@@ -132,3 +140,16 @@ async def _one_turn(
         err.write("newt: error: the reply was cut off; the partial reply is saved.\n")
         return 1
     return 0 if error is None else 1
+
+
+async def finish_summary(config: Config, conversation_id: str) -> int:
+    """`newt --finish-summary ID` (started detached by print mode): write the
+    summary the conversation's last record still owes, then exit."""
+    session = await ChatSession.open(config, probe=False)
+    try:
+        await session.resume(conversation_id)
+        session.summaries.start()
+        await session.summaries.wait(config.backend.timeout_s * 2)
+    finally:
+        await session.close()
+    return 0
