@@ -623,6 +623,10 @@ def timing_table(runs: Sequence[tuple[str, str, RunResult]]) -> list[str]:
 # -- main ---------------------------------------------------------------------------
 
 
+def save_answers(path: Path, answers: Sequence[Answer]) -> None:
+    path.write_text(json.dumps([a.__dict__ for a in answers], indent=1), encoding="utf-8")
+
+
 def default_paths() -> tuple[Path, Path]:
     from newt.backend.local_server import default_model_path, find_llama_server
 
@@ -674,6 +678,8 @@ async def main_async(args: argparse.Namespace) -> int:
                             )
                             runs.append((design, mode, result))
                             answers += result.answers
+                            if args.json_out:  # after every run: a stopped run keeps the rest
+                                save_answers(Path(args.json_out), answers)
         finally:
             await proxy.close()
     elapsed = time.perf_counter() - started
@@ -696,9 +702,6 @@ async def main_async(args: argparse.Namespace) -> int:
     unpruned = [a for a in answers if not a.pruned]
     if unpruned:
         print(f"warning: {len(unpruned)} questions found their fact still resident")
-    if args.json_out:
-        dump = [a.__dict__ for a in answers]
-        Path(args.json_out).write_text(json.dumps(dump, indent=1), encoding="utf-8")
     return 0
 
 
