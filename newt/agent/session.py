@@ -134,15 +134,19 @@ class ChatSession(McpControls):
 
     async def close(self) -> None:
         """Stop a summary in flight (its fallback record is already stored),
-        then close the client and, if this session opened it, the store."""
-        await self.summaries.cancel()
-        with contextlib.suppress(Exception):
-            await self.provider.on_session_end([])
-        await self.mcp.aclose()  # every MCP server newt started stops with the session
-        await self.recall_parts.aclose()
-        await self.client.aclose()
-        if self._owns_store:
-            await self.store.close()
+        then close the client and, if this session opened it, the store. The
+        store is closed whatever happens before (also when the caller's timeout
+        cancels us): an open connection's thread would keep the process alive."""
+        try:
+            await self.summaries.cancel()
+            with contextlib.suppress(Exception):
+                await self.provider.on_session_end([])
+            await self.mcp.aclose()  # every MCP server newt started stops with the session
+            await self.recall_parts.aclose()
+            await self.client.aclose()
+        finally:
+            if self._owns_store:
+                await self.store.close()
 
     async def __aenter__(self) -> ChatSession:
         return self
