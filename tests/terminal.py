@@ -1,0 +1,145 @@
+"""The real `newt` in a real terminal: one tmux session on a private tmux server.
+
+Shared by the tmux tests. `screenshot()` turns what tmux shows (colours
+included) into an SVG through rich, so the README's feature pictures are what
+a person sees in a terminal, not a render made inside the app.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NEWT = Path(sys.executable).parent / "newt"
+ASSETS = ROOT / "assets"
+
+
+def have_tmux() -> bool:
+    return shutil.which("tmux") is not None and NEWT.exists()
+
+
+class Terminal:
+    """A tmux session `newt` on its own socket, 120x36 unless told otherwise."""
+
+    def __init__(self, width: int = 120, height: int = 36) -> None:
+        self.socket = f"newt-test-{uuid.uuid4().hex[:8]}"
+        self.width = width
+        self.height = height
+
+    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False
+        )
+
+    def start(self, command: str, env: dict[str, str]) -> None:
+        env_args = [arg for k, v in env.items() for arg in ("-e", f"{k}={v}")]
+        started = self.tmux(
+            "new-session",
+            "-d",
+            "-s",
+            "newt",
+            "-x",
+            str(self.width),
+            "-y",
+            str(self.height),
+            *env_args,
+            command,
+        )
+        assert started.returncode == 0, started.stderr
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "newt", *keys)
+
+    def type(self, text: str) -> None:
+        """Literal text (no key-name lookup), as a person types it."""
+        self.tmux("send-keys", "-t", "newt", "-l", text)
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "newt").stdout
+
+    def alive(self) -> bool:
+        return self.tmux("has-session", "-t", "newt").returncode == 0
+
+    def wait_for(self, text: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared; screen:\n{self.screen()}")
+
+    def wait_gone(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"newt did not exit; screen:\n{self.screen()}")
+
+    def screenshot(self, name: str, title: str) -> Path:
+        """Save the pane as `assets/NAME.svg` when NEWT_SCREENSHOTS=1, else to a temp file.
+
+        Returns the path written, so a test can assert the picture holds what it shows.
+        """
+        from rich.console import Console
+        from rich.text import Text
+
+        ansi = self.tmux("capture-pane", "-p", "-e", "-t", "newt").stdout
+        console = Console(
+            record=True, width=self.width, force_terminal=True, color_system="truecolor"
+        )
+        with open(os.devnull, "w") as sink:
+            console.file = sink
+            for line in ansi.splitlines():
+                console.print(Text.from_ansi(line), no_wrap=True, crop=True)
+        if os.environ.get("NEWT_SCREENSHOTS") == "1":
+            ASSETS.mkdir(exist_ok=True)
+            target = ASSETS / f"{name}.svg"
+        else:
+            target = Path(os.environ.get("TMPDIR", "/tmp")) / f"newt-shot-{self.socket}-{name}.svg"
+        console.save_svg(str(target), title=title)
+        return target
+
+    def kill(self) -> None:
+        self.tmux("kill-server")
+
+
+@contextmanager
+def terminal(width: int = 120, height: int = 36) -> Iterator[Terminal]:
+    term = Terminal(width, height)
+    try:
+        yield term
+    finally:
+        term.kill()
+
+
+@contextmanager
+def fake_server(*args: str) -> Iterator[str]:
+    """The standalone fake OpenAI server (`python -m tests.fake_openai`); yields its base URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fake_openai", "--port", "0", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "listening on" in line, line
+        yield line.split("listening on", 1)[1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def newt_env(home: Path) -> dict[str, str]:
+    return {"NEWT_HOME": str(home), "TERM": "xterm-256color", "COLORTERM": "truecolor"}
