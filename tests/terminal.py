@@ -19,7 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NEWT = Path(sys.executable).parent / "newt"
-ASSETS = ROOT / "assets"
+# Under assets/ but not in it: assets/* ships in the wheel as newt.assets.
+SCREENSHOTS = ROOT / "assets" / "screenshots"
 
 
 def have_tmux() -> bool:
@@ -86,7 +87,7 @@ class Terminal:
         raise AssertionError(f"newt did not exit; screen:\n{self.screen()}")
 
     def screenshot(self, name: str, title: str) -> Path:
-        """Save the pane as `assets/NAME.svg` when NEWT_SCREENSHOTS=1, else to a temp file.
+        """Save the pane as `assets/screenshots/NAME.svg` if NEWT_SCREENSHOTS=1, else to /tmp.
 
         Returns the path written, so a test can assert the picture holds what it shows.
         """
@@ -102,8 +103,8 @@ class Terminal:
             for line in ansi.splitlines():
                 console.print(Text.from_ansi(line), no_wrap=True, crop=True)
         if os.environ.get("NEWT_SCREENSHOTS") == "1":
-            ASSETS.mkdir(exist_ok=True)
-            target = ASSETS / f"{name}.svg"
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            target = SCREENSHOTS / f"{name}.svg"
         else:
             target = Path(os.environ.get("TMPDIR", "/tmp")) / f"newt-shot-{self.socket}-{name}.svg"
         console.save_svg(str(target), title=title)
