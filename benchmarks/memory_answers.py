@@ -488,6 +488,7 @@ class Answer:
     rank: int | None = None  # the fact's capsule position in the evidence, if there
     capsules: int = 0
     siblings_in_reply: bool = False  # a near-miss value was named (the reply counts as wrong)
+    messages: list[dict[str, Any]] = field(default_factory=list)  # the question's request
 
 
 @dataclass
@@ -562,6 +563,7 @@ async def one_run(
                         line.startswith("- [")
                         for line in content_of((body.get("messages") or [{}])[-1]).splitlines()
                     ),
+                    messages=list(body.get("messages") or []),
                 )
             )
         return result

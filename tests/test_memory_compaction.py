@@ -348,6 +348,40 @@ async def test_a_summary_is_dropped_when_the_conversation_changed_under_it() -> 
     assert p.record is None and p.take_compaction_record() is None
 
 
+async def test_a_summary_applies_to_a_restored_copy_of_the_same_folds() -> None:
+    """Another newt reloaded the conversation (same record, same folded turns,
+    one turn more): the summary written for those folds still applies there;
+    once a different summary took the record, it does not."""
+    from newt.memory import ConversationTurn
+
+    live = TokenBudget(1000, 0.5).with_summarizer(Summarizer("S")).with_deferred_summaries()
+    log: list[ConversationTurn] = []
+    for i in range(5):
+        await live.sync_turn(f"{i}{U[1:]}", A, NO_USAGE)
+        log.append(ConversationTurn(f"{i}{U[1:]}", A, kind="turn"))
+        record = live.take_compaction_record()
+        if record is not None:
+            log.append(
+                ConversationTurn(
+                    record,
+                    "",
+                    resident_turns=live.resident_turns(),
+                    used_after=live.used,
+                    kind="compaction",
+                )
+            )
+    result = await live.summarize_pending()
+    copy = TokenBudget(1000, 0.5).with_summarizer(Summarizer()).with_deferred_summaries()
+    copy.restore_turns(log)
+    assert copy.apply_summary(result)
+    assert record_summary(copy.record or "").startswith("S")
+
+    moved_on = TokenBudget(1000, 0.5).with_summarizer(Summarizer()).with_deferred_summaries()
+    moved_on.restore_turns(log)
+    assert moved_on.apply_summary(await moved_on.summarize_pending())  # another summary first
+    assert not moved_on.apply_summary(result)
+
+
 async def test_turns_folded_while_a_summary_is_written_stay_counted() -> None:
     p = TokenBudget(1000, 0.5).with_summarizer(Summarizer("S")).with_deferred_summaries()
     await fill(p, 4)

@@ -245,3 +245,39 @@ async def test_a_huge_tool_result_is_cut_to_the_window(fake_openai: FakeOpenAI) 
         assert session.estimate_tokens(sent["content"]) <= 2048 // 4
     finally:
         await session.close()
+
+
+async def test_a_summary_lands_after_another_newt_added_a_turn(fake_openai: FakeOpenAI) -> None:
+    """A quick `newt -c -p` after one that compacted must not make its summary
+    vanish: the summary writer reloads the log and applies the summary to the
+    folded turns it was written for (before, it was dropped every time)."""
+    first = await open_session(fake_openai)
+    second: ChatSession | None = None
+    try:
+        await fill(first, fake_openai, 4)
+        await first.summaries.wait(5)
+        fake_openai.script(
+            Reply(text="answer that compacts " + "words " * 40),
+            Reply(text="the user asked about lorem ipsum", first_byte_delay_s=SLOW),
+        )
+        events = await run_turn(first, "one more " + "words " * 30)
+        assert any(isinstance(e, ev.Compacted) for e in events)
+        assert first.summaries.running
+        conv_id = first.conversation.id if first.conversation else ""
+
+        second = await open_session(fake_openai)
+        await second.resume(conv_id)
+        fake_openai.script(Reply(text="short"))
+        assert done_of(await run_turn(second, "hi")).status == "complete"
+        await second.close()
+        second = None
+
+        assert await first.summaries.wait(5)
+        log = await first.store.turns.for_conversation(conv_id)
+        assert log[-1].kind == "compaction"  # stored after the other newt's turn
+        assert "the user asked about lorem ipsum" in record_summary(log[-1].user)
+        assert [t.user for t in log if t.kind == "turn"][-1] == "hi"
+    finally:
+        if second is not None:
+            await second.close()
+        await first.close()

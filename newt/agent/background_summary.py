@@ -16,7 +16,7 @@ import contextlib
 import logging
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from newt.agent.conversation_log import ConversationLog
@@ -24,6 +24,7 @@ from newt.config import Config
 from newt.memory import MemoryProvider
 
 log = logging.getLogger(__name__)
+MAX_ROUNDS = 3
 
 
 class BackgroundSummary:
@@ -33,8 +34,10 @@ class BackgroundSummary:
         log: ConversationLog,
         current: Callable[[], MemoryProvider],
         writer: Callable[[], Any],
+        reload: Callable[[], Awaitable[None]],
     ) -> None:
         self.lock = lock
+        self.reload = reload
         self.writer = writer
         self.log = log
         self.current = current
@@ -52,7 +55,12 @@ class BackgroundSummary:
     async def _work(self) -> None:
         provider: Any = self.current()
         try:
-            while provider.summary_pending:
+            # A few rounds at most: each round either stores a summary or finds
+            # that another newt moved the record on, and then summarizes what
+            # that newt left pending.
+            for _ in range(MAX_ROUNDS):
+                if not provider.summary_pending:
+                    return
                 result = await provider.summarize_pending()  # no lock: turns go on meanwhile
                 if result is None:
                     return  # failed: the fallback stays; the next fold retries
@@ -60,12 +68,12 @@ class BackgroundSummary:
                     if provider is not self.current():
                         return  # the model changed: this provider is gone
                     if await self.log.changed_elsewhere():
-                        # another newt appended since: our working set is stale, so
-                        # the record it would store could not be restored; that newt
-                        # resumes the summary from the log itself
-                        return
+                        # another newt appended since (a quick `newt -c -p` after
+                        # this one): build on the log, then apply the summary if
+                        # the turns it was written from are still the ones owed
+                        await self.reload()
                     if not cast(Any, provider).apply_summary(result):
-                        return
+                        continue
                     await self.log.persist_compaction(provider, "summary")
         except asyncio.CancelledError:
             raise
@@ -92,8 +100,9 @@ def spawn_summary_writer(config: Config, conversation_id: str) -> None:
     """Start a detached `newt --finish-summary` for this conversation: print mode
     gives the shell its prompt back while the summary is written. The child
     inherits the environment (NEWT_HOME, the API key's variable) and stores the
-    summary under the conversation's writer lock, or drops it if another newt
-    wrote to the conversation first (that newt resumes it from the log)."""
+    summary under the conversation's writer lock; if another newt wrote to the
+    conversation meanwhile it reloads from the log and applies the summary when
+    the folded turns it covers are still the ones owed."""
     argv = [sys.executable, "-m", "newt", "--finish-summary", conversation_id]
     argv += ["--base-url", config.backend.base_url, "--model", config.backend.model]
     if config.path is not None and config.path.exists():

@@ -75,7 +75,7 @@ class ChatSession(McpControls):
         self.provider: MemoryProvider = self._make_provider()
         self.lock = asyncio.Lock()
         self.summaries = BackgroundSummary(
-            self.lock, self.log, lambda: self.provider, lambda: self._writer()
+            self.lock, self.log, lambda: self.provider, lambda: self._writer(), self._reload_current
         )
         self._owns_store = False
         self._system_prompt = asset_text("system_prompt.md").strip()
@@ -180,6 +180,10 @@ class ChatSession(McpControls):
 
     async def _load(self, conv: Conversation) -> None:
         await self.summaries.cancel()
+        await self._reload(conv)
+
+    async def _reload(self, conv: Conversation) -> None:
+        """Rebuild the working set from the log (the caller holds the lock)."""
         self.provider.reset()
         stored = await self.log.load(conv)
         self.provider.restore_turns(conversation_turns_from_log(stored))
@@ -190,6 +194,10 @@ class ChatSession(McpControls):
         await self.log.persist_compaction(self.provider, "restore")
         # A summary the log still owes starts after the next turn, not now:
         # on a one-slot local server it would hold up the user's first reply.
+
+    async def _reload_current(self) -> None:
+        if self.conversation is not None:
+            await self._reload(self.conversation)
 
     async def history(self) -> list[HistoryEntry]:
         return history_entries(await self.log.history())

@@ -39,9 +39,15 @@ from newt.memory.types import (
 
 @dataclass(frozen=True)
 class PendingSummary:
-    """A summary written for the first `turns` unsummarized folded turns."""
+    """A summary written for the first `turns` unsummarized folded turns.
 
-    generation: int
+    `basis` is what it was written from (the previous summary and the folded
+    turns' text): it applies to any provider whose record and unsummarized
+    turns still start from the same basis, so a newt that reloaded the
+    conversation (another process appended a turn meanwhile) can still take it.
+    """
+
+    basis: tuple[str | None, tuple[tuple[str, str], ...]]
     turns: int
     summary: str
 
@@ -71,7 +77,6 @@ class TokenBudget(BudgetSettings, BaseProvider):
         self._total_turns = 0
         self._unsummarized: list[_Turn] = []  # folded; the record's fallback line counts them
         self._focus: str | None = None
-        self._generation = getattr(self, "_generation", 0) + 1
         self.estimator.new_conversation()
 
     @property
@@ -254,17 +259,23 @@ class TokenBudget(BudgetSettings, BaseProvider):
         if not self.summary_pending:
             return None
         batch = list(self._unsummarized)
-        previous = base_summary(self._record)
-        generation = self._generation
-        summary = await self._summarize(batch, previous, self._focus)
+        basis = self._summary_basis(len(batch))
+        summary = await self._summarize(batch, basis[0], self._focus)
         if summary is None:
             return None
-        return PendingSummary(generation, len(batch), summary)
+        return PendingSummary(basis, len(batch), summary)
+
+    def _summary_basis(self, turns: int) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+        folded = tuple((t.user, t.assistant) for t in self._unsummarized[:turns])
+        return base_summary(self._record), folded
 
     def apply_summary(self, result: PendingSummary | None) -> bool:
         """Put a finished summary in the record (minting a new pending record).
-        False when the conversation changed under it (reset, restore)."""
-        if result is None or result.generation != self._generation:
+        False when it no longer fits: the conversation was reset, or the record
+        or the folded turns it was written from changed."""
+        if result is None or len(self._unsummarized) < result.turns:
+            return False
+        if self._summary_basis(result.turns) != result.basis:
             return False
         del self._unsummarized[: result.turns]
         self._focus = None
