@@ -316,3 +316,48 @@ async def test_recall_by_meaning_finds_what_shares_no_word(
     finally:
         await queue.aclose()
         await embedder.aclose()
+
+
+async def test_a_backend_that_keeps_refusing_is_taken_as_no_embeddings(
+    store: Store, fake_openai: FakeOpenAI
+) -> None:
+    """A chat model on vLLM/Ollama answers 400, not 404: after a few refusals and
+    no success ever, newt stops asking (before, every reply asked again)."""
+    keys = [await _turn(store, f"the locker code for harbor {i} is 44{i}7") for i in range(6)]
+    fake_openai.routes[EMBEDDINGS] = (
+        400,
+        {"error": {"message": "this model does not support embeddings"}},
+    )
+    embedder = Embedder(EmbeddingsClient(fake_openai.base_url, "m"))
+    queue = EmbedQueue(store.db, embedder)
+    queue.start()
+    try:
+        assert await queue.wait_idle(10)
+        assert embedder.available is False and not queue.running
+        asked = _embedding_requests(fake_openai)
+        assert asked <= 4  # the batch, then single texts until the third refusal
+        await _turn(store, "another record")
+        queue.notify()
+        await asyncio.sleep(0.05)
+        engine = RecallEngine(store, embedder=embedder)
+        response = await engine.recall(RecallRequest("locker code harbor 3"))
+        assert keys[3] in [m.key for m in response.memories]
+        assert _embedding_requests(fake_openai) == asked  # never asked again
+    finally:
+        await queue.aclose()
+        await embedder.aclose()
+
+
+async def test_refusals_after_a_success_are_about_the_input(
+    store: Store, fake_openai: FakeOpenAI
+) -> None:
+    embedder = Embedder(EmbeddingsClient(fake_openai.base_url, "m"))
+    try:
+        fake_openai.routes[EMBEDDINGS] = (200, {"data": [{"index": 0, "embedding": [1.0, 0.0]}]})
+        assert await embedder.embed_query("hello") == [1.0, 0.0]
+        fake_openai.routes[EMBEDDINGS] = (400, {"error": {"message": "input too long"}})
+        for _ in range(5):
+            assert await embedder.embed_query("x" * 100) is None
+        assert embedder.available is True
+    finally:
+        await embedder.aclose()

@@ -3,8 +3,11 @@
 The first answer decides: a backend that says it serves no embeddings
 (`EmbeddingsUnsupported`) is remembered as such for this process and never
 asked again, so without an embeddings endpoint recall is purely lexical and
-costs nothing extra. A failure of any other kind (timeout, 5xx) leaves the
-question open: the next call tries again.
+costs nothing extra. So is a backend that has never embedded anything and
+refused REFUSALS_BEFORE_NO requests in a row (a chat model on vLLM or Ollama
+answers 400 "does not support embeddings", not 404): asking again before
+every reply would only add a round trip. A timeout or refused connection
+leaves the question open: the next call tries again.
 """
 
 from __future__ import annotations
@@ -12,7 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from newt.backend.embeddings import EmbeddingsClient, EmbeddingsError, EmbeddingsUnsupported
+from newt.backend.embeddings import (
+    EmbeddingsClient,
+    EmbeddingsError,
+    EmbeddingsRejected,
+    EmbeddingsUnsupported,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +33,7 @@ QUERY_TIMEOUT_S = 1.5
 # averaged away by the rest of it.
 CHUNK_CHARS = 1000
 MAX_CHUNKS = 8
+REFUSALS_BEFORE_NO = 3
 
 
 def chunks(text: str, size: int = CHUNK_CHARS, most: int = MAX_CHUNKS) -> list[str]:
@@ -51,6 +60,17 @@ class Embedder:
         self.query_timeout_s = query_timeout_s
         # None until the backend has answered; False once it said "no embeddings".
         self.available: bool | None = None
+        self._refusals = 0  # rejections in a row before any success
+
+    def _refused(self, exc: EmbeddingsRejected) -> None:
+        if self.available is True:
+            return  # it embeds: this input was the problem, not the endpoint
+        self._refusals += 1
+        if self._refusals >= REFUSALS_BEFORE_NO:
+            logger.info(
+                "embeddings refused %d times, recall stays lexical: %s", self._refusals, exc
+            )
+            self.available = False
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]] | None:
         """Vectors for `texts`, or None when the backend serves no embeddings.
@@ -65,6 +85,11 @@ class Embedder:
             logger.info("no embeddings, recall stays lexical: %s", exc)
             self.available = False
             return None
+        except EmbeddingsRejected as exc:
+            self._refused(exc)
+            if self.available is False:
+                return None
+            raise
         self.available = True
         return vectors
 
@@ -78,6 +103,10 @@ class Embedder:
             )
         except EmbeddingsUnsupported:
             self.available = False
+            return None
+        except EmbeddingsRejected as exc:
+            self._refused(exc)
+            logger.info("query embedding refused, recalling lexically: %s", exc)
             return None
         except EmbeddingsError as exc:
             logger.info("query embedding failed, recalling lexically: %s", exc)
