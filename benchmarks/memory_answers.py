@@ -460,13 +460,18 @@ def locate(body: dict[str, Any], value: str, question: str, known: set[str]) -> 
     return None
 
 
-def evidence_rank(body: dict[str, Any], value: str) -> int | None:
-    """1-based position of the first evidence capsule ("- [key] ...") naming the value."""
+def capsule_lines(body: dict[str, Any]) -> list[str]:
+    """The evidence capsules ("- ..." lines of the block before the user's words)."""
     messages = body.get("messages") or []
     if not messages:
-        return None
-    capsules = [line for line in content_of(messages[-1]).splitlines() if line.startswith("- [")]
-    for rank, line in enumerate(capsules, start=1):
+        return []
+    block, sep, _ = content_of(messages[-1]).rpartition("\n\n")
+    return [line for line in block.splitlines() if line.startswith("- ")] if sep else []
+
+
+def evidence_rank(body: dict[str, Any], value: str) -> int | None:
+    """1-based position of the first evidence capsule naming the value."""
+    for rank, line in enumerate(capsule_lines(body), start=1):
         if mentions(line, value):
             return rank
     return None
@@ -559,10 +564,7 @@ async def one_run(
                     pruned=not fact_resident(body, fact, known),
                     siblings_in_reply=wrong,
                     rank=evidence_rank(body, fact.value),
-                    capsules=sum(
-                        line.startswith("- [")
-                        for line in content_of((body.get("messages") or [{}])[-1]).splitlines()
-                    ),
+                    capsules=len(capsule_lines(body)),
                     messages=list(body.get("messages") or []),
                 )
             )
@@ -595,8 +597,10 @@ def answer_table(answers: Sequence[Answer]) -> list[str]:
                 str(sum(a.where == w for a in chosen)) for w in ("evidence", "record", "resident")
             )
             ok = sum(a.reply_ok for a in chosen)
-            in_evidence = sum(a.where == "evidence" for a in chosen)
-            first = f"{sum(a.rank == 1 for a in chosen)}/{in_evidence}"
+            # of the questions whose fact was among the capsules (whatever else
+            # also carried it), how many had it in the first one
+            in_capsules = sum(a.rank is not None for a in chosen)
+            first = f"{sum(a.rank == 1 for a in chosen)}/{in_capsules}"
             rows.append(
                 f"{set_name:4}  {design:6}  {mode:6}  {label:10}  {n:2}  {pct(found, n):>10}"
                 f"  {where:>14}  {first:>11}  {pct(ok, n):>8}"
@@ -692,8 +696,8 @@ async def main_async(args: argparse.Namespace) -> int:
         + (f", config {' '.join(config_values)}" if config_values else "")
     )
     print("in request: the fact's value was in the request (retained evidence, compaction")
-    print("record or a resident turn); 1st capsule: of the questions whose fact was in the")
-    print("evidence, how many had it in the first capsule; in reply: the reply named the")
+    print("record or a resident turn); 1st capsule: of the questions whose fact was in a")
+    print("capsule, how many had it in the first capsule; in reply: the reply named the")
     print("value and no near-miss value.")
     print()
     print("\n".join(answer_table(answers)))

@@ -17,7 +17,14 @@ from newt.recall import (
     retain_within_budget,
 )
 from newt.recall.dedupe import drop_repeats
-from newt.recall.presentation import EVIDENCE_HEADER, by_relevance, evidence_block, ordered
+from newt.recall.presentation import (
+    EVIDENCE_HEADER,
+    by_relevance,
+    capsule_text,
+    evidence_block,
+    ordered,
+)
+from newt.recall.retention import speaker_at
 from newt.store import Store
 from newt.store.models import MemoryRecord
 
@@ -64,11 +71,60 @@ def test_equal_scores_keep_the_packing_order() -> None:
 def test_evidence_block_text() -> None:
     report = RetentionReport(100, 10, [_capsule("t1", 1.0, 0.5), _capsule("t2", 3.0, 0.9)])
     assert evidence_block(report) == (
-        EVIDENCE_HEADER + "\n- [t2] excerpt t2\n- [t1] excerpt t1\n\n"
+        EVIDENCE_HEADER
+        + "\n- excerpt t2\n- excerpt t1\n"
+        + "Full records, if needed: fetch_record with key t2, t1.\n\n"
     )
-    assert evidence_block(report, "best_last").endswith("- [t2] excerpt t2\n\n")
+    assert evidence_block(report, keys=False) == (
+        EVIDENCE_HEADER + "\n- excerpt t2\n- excerpt t1\n\n"
+    )
+    assert evidence_block(report, "best_last", keys=False).endswith("- excerpt t2\n\n")
     assert evidence_block(None) == ""
     assert evidence_block(RetentionReport(100, 0, [])) == ""
+
+
+TURN = "User: My flight to Lisbon leaves from gate E33.\nAssistant: Have a good trip."
+
+
+@pytest.mark.parametrize(
+    ("excerpt", "shown"),
+    [
+        (
+            TURN,
+            "The user said: My flight to Lisbon leaves from gate E33. "
+            "/ You replied: Have a good trip.",
+        ),
+        (
+            "My flight to Lisbon leaves from gate E33.",
+            "The user said: My flight to Lisbon leaves from gate E33.",
+        ),
+        (
+            "leaves from gate E33.\nAssistant: Have a",
+            "The user said: leaves from gate E33. / You replied: Have a",
+        ),
+        ("Have a good trip.", "You replied: Have a good trip."),
+    ],
+)
+def test_each_capsule_says_who_said_it(excerpt: str, shown: str) -> None:
+    """A small model reads "User:/Assistant:" as a transcript to continue and
+    copies "[t4]" keys into its answer; a plain "who said it" line it uses."""
+    candidate = RetentionCandidate("t4", TURN, access_count=0, age_hours=1.0)
+    assert excerpt in TURN
+    report = retain_within_budget([candidate], 1000)
+    capsule = report.capsules[0]
+    assert capsule.speaker == "user"
+    capsule.excerpt = excerpt
+    capsule.speaker = speaker_at(TURN, excerpt)
+    assert capsule_text(capsule) == shown
+
+
+def test_notes_summaries_and_tool_results_are_named() -> None:
+    def text(key: str) -> str:
+        return capsule_text(EvidenceCapsule(key, key, "likes tea", 3, 0.5))
+
+    assert text("n3") == "A note you saved: likes tea"
+    assert text("c9") == "A summary of earlier turns: likes tea"
+    assert text("t5.1") == "A tool returned: likes tea"
 
 
 def test_packing_keeps_its_rules_and_carries_the_retrieval_score() -> None:
@@ -100,11 +156,17 @@ async def test_recall_presents_the_asked_fact_first(store: Store) -> None:
     assert report is not None and len(report.capsules) >= 3
     assert report.capsules[0].id != fact_key  # packing order alone would bury it
     block = evidence_block(report)
-    assert block.splitlines()[1].startswith(f"- [{fact_key}] ")
+    assert block.splitlines()[1].startswith("- The user said: Please remember")
     assert "4417" in block.splitlines()[1]
-    assert block.count("\n- [") == len(report.capsules)  # the others follow
-    last = evidence_block(report, "best_last").rsplit("\n- [", 1)[1]
-    assert last.startswith(f"{fact_key}] ")
+    assert block.count("\n- ") == len(report.capsules)  # the others follow
+    keys = [c.retrieval_key for c in by_relevance(report.capsules)]
+    assert keys[0] == fact_key
+    assert (
+        block.rstrip("\n").splitlines()[-1]
+        == f"Full records, if needed: fetch_record with key {', '.join(keys)}."
+    )
+    last = evidence_block(report, "best_last", keys=False).rstrip("\n").rsplit("\n- ", 1)[1]
+    assert "4417" in last
 
 
 def _record(i: int, content: str, score: float) -> MemoryRecord:

@@ -223,7 +223,7 @@ class TurnRunner:
         if report is not None:
             yield ev.RetainedEvidence(report)
         order = cast(EvidenceOrder, s.evidence.config.recall.evidence_order)  # validated by config
-        p.evidence = evidence_block(report, order)
+        p.evidence = evidence_block(report, order, keys=self._can_fetch_records())
         messages = self._build()
         if await self._guard(messages):
             # the record is persisted after this turn, which it precedes in the working set
@@ -296,6 +296,13 @@ class TurnRunner:
         usage = self.s.provider.usage()
         ceiling, required = self._required(messages)
         return usage is None or usage[1] + required <= ceiling
+
+    def _can_fetch_records(self) -> bool:
+        """Record keys in the evidence help only a model offered fetch_record."""
+        s = self.s
+        if s.capabilities.supports_tools is False:
+            return False
+        return any(t.get("function", {}).get("name") == "fetch_record" for t in s.tool_schemas)
 
     def _schema_tokens(self) -> int:
         """Tool schemas count against the window once the backend reported

@@ -11,6 +11,16 @@ The block sits right before the user's message, so two orders are worth
 measuring (benchmarks/memory_answers.py): the best match first (read first)
 or last (closest to the question). `packed` keeps the packing order, the
 behaviour before relevance ordering, as a baseline.
+
+How each capsule reads matters as much as where it sits. Replaying the dev
+set's question requests with the same capsules in other wordings (SmolLM2,
+18 replies each): "- [t4] User: ...\nAssistant: ..." as before, 11 right;
+plain lines saying who said it ("- The user said: ... / You replied: ..."),
+16 right. A bracketed key in the line invites a small model to answer with
+the key ("[t7] The best thing about...") and "User:"/"Assistant:" inside the
+message reads like a transcript to continue. So each line says who said
+it, and the record keys go on one line of their own after the excerpts, for
+`fetch_record`, and only when the model has that tool.
 """
 
 from __future__ import annotations
@@ -25,9 +35,16 @@ EVIDENCE_ORDERS: tuple[str, ...] = get_args(EvidenceOrder)
 DEFAULT_EVIDENCE_ORDER: EvidenceOrder = "best_first"
 
 EVIDENCE_HEADER = (
-    "Retained evidence from memory (verbatim excerpts, reference only; "
-    "fetch_record(key) returns a record in full):"
+    "From earlier conversations with the user (verbatim excerpts, for reference only):"
 )
+KEYS_LINE = "Full records, if needed: fetch_record with key {keys}."
+
+# Who said an excerpt, by the record's key: t<turn> (with the speaker at the
+# excerpt's start), t<turn>.<n> a tool result, n<note>, c<compaction record>.
+_USER, _REPLY = "The user said", "You replied"
+_BY_PREFIX = {"n": "A note you saved", "c": "A summary of earlier turns"}
+_TOOL = "A tool returned"
+_USER_MARK, _REPLY_MARK = "User: ", "\nAssistant: "
 
 
 def by_relevance(capsules: Sequence[EvidenceCapsule]) -> list[EvidenceCapsule]:
@@ -49,12 +66,44 @@ def ordered(
     raise ValueError(f"unknown evidence order {order!r}; use one of {', '.join(EVIDENCE_ORDERS)}")
 
 
+def capsule_text(capsule: EvidenceCapsule) -> str:
+    """One capsule as a line that says who said it (the excerpt stays verbatim)."""
+    key, text = capsule.retrieval_key, capsule.excerpt.strip()
+    if key.startswith("t") and "." in key:
+        return f"{_TOOL}: {text}"
+    if key[:1] in _BY_PREFIX:
+        return f"{_BY_PREFIX[key[:1]]}: {text}"
+    if not capsule.speaker:
+        return text
+    # A turn: "User: <u>\nAssistant: <a>", possibly cut at either end.
+    user, marker, reply = text.partition(_REPLY_MARK.strip("\n"))
+    if capsule.speaker == "assistant":
+        user, reply = "", (user + marker + reply).removeprefix("Assistant:")
+    elif not marker:
+        user, reply = user, ""
+    parts = []
+    if user.strip().removeprefix(_USER_MARK.strip()).strip():
+        parts.append(f"{_USER}: {user.strip().removeprefix(_USER_MARK.strip()).strip()}")
+    if reply.strip():
+        parts.append(f"{_REPLY}: {reply.strip()}")
+    return " / ".join(parts) or text
+
+
 def evidence_block(
-    report: RetentionReport | None, order: EvidenceOrder = DEFAULT_EVIDENCE_ORDER
+    report: RetentionReport | None,
+    order: EvidenceOrder = DEFAULT_EVIDENCE_ORDER,
+    *,
+    keys: bool = True,
 ) -> str:
-    """The capsules as text placed before the user's message in this request only."""
+    """The capsules as text placed before the user's message in this request only.
+
+    `keys`: name the records' keys for fetch_record (only useful when the
+    model is offered that tool)."""
     if report is None or not report.capsules:
         return ""
+    shown = ordered(report.capsules, order)
     lines = [EVIDENCE_HEADER]
-    lines += [f"- [{c.retrieval_key}] {c.excerpt}" for c in ordered(report.capsules, order)]
+    lines += [f"- {capsule_text(c)}" for c in shown]
+    if keys:
+        lines.append(KEYS_LINE.format(keys=", ".join(c.retrieval_key for c in shown)))
     return "\n".join(lines) + "\n\n"

@@ -77,6 +77,10 @@ class EvidenceCapsule:
     tokens: int
     recoverability: float
     retrieval_score: float = 0.0
+    # For a turn's record ("User: ...\nAssistant: ..."): who was speaking where
+    # the excerpt starts ("user" / "assistant"), so the prompt can say who said
+    # it even when the excerpt begins mid-message; "" for other records.
+    speaker: str = ""
 
 
 @dataclass
@@ -86,6 +90,20 @@ class RetentionReport:
     capsules: list[EvidenceCapsule] = field(default_factory=list)
     candidates_examined: int = 0
     dropped: int = 0
+
+
+USER_MARK = "User: "
+REPLY_MARK = "\nAssistant: "
+
+
+def speaker_at(content: str, excerpt: str) -> str:
+    """Who speaks where `excerpt` starts in a turn record's `content`."""
+    if not content.startswith(USER_MARK) or REPLY_MARK not in content:
+        return ""
+    start = content.find(excerpt)
+    if start < 0:
+        return ""
+    return "user" if start < content.index(REPLY_MARK) + 1 else "assistant"
 
 
 def _score(value: float) -> float:
@@ -124,7 +142,15 @@ def retain_within_budget(
         tokens = est_tokens(excerpt) + key_tokens
         remaining -= tokens
         capsules.append(
-            EvidenceCapsule(key, key, excerpt, tokens, rec, _score(candidate.retrieval_score))
+            EvidenceCapsule(
+                key,
+                key,
+                excerpt,
+                tokens,
+                rec,
+                _score(candidate.retrieval_score),
+                speaker_at(candidate.content, excerpt),
+            )
         )
 
     return RetentionReport(
