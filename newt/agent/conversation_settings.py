@@ -23,7 +23,13 @@ from typing import Any
 
 from newt.agent.errors import SessionError
 from newt.backend.models import ModelListUnavailable, list_models
-from newt.chat_settings import ChatSettings, Preset, SettingsError, unknown_preset_message
+from newt.chat_settings import (
+    ChatSettings,
+    Preset,
+    SettingsError,
+    settings_from_form,
+    unknown_preset_message,
+)
 from newt.config import Config
 from newt.memory import MemoryProvider
 from newt.resources import asset_text
@@ -36,6 +42,7 @@ __all__ = [
     "SettingsControls",
     "SettingsError",
     "effective_system_prompt",
+    "settings_from_form",
 ]
 
 
@@ -172,11 +179,14 @@ class SettingsControls:
             raise SessionError(unknown_preset_message(name.strip(), self.presets))
         return preset
 
-    async def apply_preset(self, name: str, *, for_new: bool = False) -> Preset:
+    async def apply_preset(
+        self, name: str, *, for_new: bool = False, switch_model: bool = True
+    ) -> Preset:
         """`/preset NAME`: the preset's model (if it names one), then its settings.
-        With `for_new` (`newt --preset`), new conversations start with it too."""
+        With `for_new` (`newt --preset`), new conversations start with it too;
+        `newt --preset` chose the model before the session opened."""
         preset = self.find_preset(name)
-        if preset.model and preset.model != self.model:
+        if switch_model and preset.model and preset.model != self.model:
             await self.set_model(preset.model)
         await self.update_settings(preset.settings)
         if for_new:
