@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.widgets import Input, OptionList, Static, TextArea
 
 from newt.chat_settings import ChatSettings
@@ -15,6 +16,7 @@ from newt.ui.screens.choice_picker import ChoicePickerScreen
 from newt.ui.screens.settings import SettingsScreen
 from newt.ui.widgets.messages import NoticeMessage
 from tests.fake_openai import FakeOpenAI
+from tests.llama_server import LlamaServer
 from tests.test_ui_chat import chat_ready, type_and_send, wait_idle
 
 PRESETS = """
@@ -227,3 +229,27 @@ async def test_palette_opens_the_settings_and_the_model_picker(
             await pilot.press("escape")
             await pilot.pause()
             assert app.screen is screen
+
+
+@pytest.mark.llama
+async def test_model_picker_against_the_real_llama_server(
+    _isolated_home: Path, llama_server: LlamaServer
+) -> None:
+    """llama-server lists the GGUF it loaded, under its path, with the live n_ctx."""
+    config = load_config(base_url=llama_server.base_url, model=llama_server.model)
+    app = NewtApp(config)
+    async with app.run_test(size=(140, 34)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "/model")
+        picker = await picker_ready(pilot)
+        [choice] = picker.shown
+        assert choice.id.endswith(llama_server.model_path.name)
+        assert choice.detail.startswith(f"context {llama_server.n_ctx:,} · ")
+        for key in "gguf":
+            await pilot.press(key)
+        await pilot.press("enter")
+        await wait_idle(pilot, screen)
+        session: Any = app.session
+        assert session.model == choice.id
+        status = session.memory_status()
+        assert (status.context_tokens, status.budget_source) == (llama_server.n_ctx, "backend")
