@@ -252,3 +252,31 @@ def test_the_system_prompt_setting_replaces_only_the_persona_line() -> None:
     assert default.startswith("You are newt")
     assert own.startswith("Be a poet.\n")
     assert own.split("\n", 1)[1] == default.split("\n", 1)[1]  # the memory guidance
+
+
+async def test_a_startup_preset_is_what_new_conversations_start_with(
+    fake_openai: FakeOpenAI,
+) -> None:
+    session = await open_session(fake_openai, PRESETS)
+    try:
+        await session.apply_preset("terse", for_new=True, switch_model=False)
+        await run_turn(session, "one")
+        await session.update_settings(ChatSettings(temperature=1.0))  # this conversation only
+        await session.new_conversation()
+        assert session.settings.preset == "terse" and session.settings.temperature == 0.2
+        await run_turn(session, "two")
+        assert body(fake_openai)["messages"][0]["content"].startswith("Answer in one sentence.")
+    finally:
+        await session.close()
+
+
+def test_the_templates_preset_example_is_a_valid_preset(_isolated_home: Path) -> None:
+    from newt.config import default_config_text
+
+    text = default_config_text()
+    example = text[text.index("# [presets.") :].splitlines()
+    uncommented = "\n".join(line[2:] for line in example if line.startswith("# "))
+    (_isolated_home / "config.toml").write_text(uncommented)
+    preset = load_config().presets["reviewer"]
+    assert preset.model == "qwen2.5-coder-7b-instruct"
+    assert preset.settings.max_tokens == 800 and preset.settings.temperature == 0.2

@@ -253,3 +253,26 @@ async def test_model_picker_against_the_real_llama_server(
         assert session.model == choice.id
         status = session.memory_status()
         assert (status.context_tokens, status.budget_source) == (llama_server.n_ctx, "backend")
+
+
+async def test_a_slow_model_list_never_blocks_the_screen(
+    _isolated_home: Path, fake_openai: FakeOpenAI
+) -> None:
+    fake_openai.models_delay_s = 30  # the listing hangs; the picker must not
+    app = NewtApp(config_for(fake_openai))
+    async with app.run_test(size=(110, 34)) as pilot:
+        screen = await chat_ready(pilot)
+        await pilot.press("f2")
+        await pilot.pause(0.2)
+        picker = app.screen
+        assert isinstance(picker, ChoicePickerScreen) and not picker.loaded
+        assert str(picker.query_one("#picker-status", Static).render()) == "Loading…"
+        await pilot.press(*"typed-name")  # keys are handled while the list loads
+        await pilot.pause()
+        assert picker.query_one(Input).value == "typed-name"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+        await type_and_send(pilot, "still here")
+        await wait_idle(pilot, screen)
+        assert fake_openai.chat_requests[-1].body["messages"][-1]["content"] == "still here"

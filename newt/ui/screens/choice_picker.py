@@ -82,7 +82,7 @@ class ChoicePickerScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="panel") as panel:
-            panel.border_title = self._title
+            panel.border_title = Content(self._title)  # a URL may hold [::1]: no markup
             panel.border_subtitle = "type to filter · enter chooses · esc closes"
             yield Input(placeholder=self._placeholder, id="picker-search")
             yield OptionList(id="picker-list")
