@@ -42,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint")
     parser.add_argument("--model", metavar="NAME", help="model name")
     parser.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="use a [presets.NAME] table of the config (system prompt, parameters, model)",
+    )
+    parser.add_argument(
         "--local",
         nargs="?",
         const="",
@@ -118,6 +123,17 @@ def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
     return text
 
 
+def _choose_preset(config: Config, name: str, *, explicit_model: bool) -> None:
+    """`--preset NAME`: it must exist; its model wins over the config's, not over --model."""
+    from newt.chat_settings import unknown_preset_message
+
+    preset = config.presets.get(name)
+    if preset is None:
+        raise UsageError(unknown_preset_message(name, config.presets))
+    if preset.model and not explicit_model:
+        config.backend.model = preset.model
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -143,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = load_config(args.config, base_url=base_url, model=model)
             if args.local is not None:
                 config.api_key = None  # our own llama-server needs no key; never send one
+            if args.preset:
+                _choose_preset(config, args.preset, explicit_model=bool(model))
             if args.finish_summary:
                 from newt.agent.print_mode import finish_summary
 
@@ -166,11 +184,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         err=stderr,
                         # our managed llama-server stops when we exit: wait instead
                         detach_summary=args.local is None,
+                        preset=args.preset,
                     )
                 )
             from newt.ui.app import run_tui
 
-            return run_tui(config, resume=args.resume, continue_latest=args.continue_latest)
+            return run_tui(
+                config,
+                resume=args.resume,
+                continue_latest=args.continue_latest,
+                preset=args.preset,
+            )
         except (ConfigError, StoreError, UsageError) as exc:
             _err(stderr, str(exc))
             return EXIT_USAGE

@@ -23,6 +23,7 @@ import platformdirs
 import tomlkit
 import tomlkit.exceptions
 
+from newt.chat_settings import Preset, SettingsError, parse_presets
 from newt.files import ensure_private_dir, write_private
 from newt.mcp.config import McpConfig, McpConfigError, parse_mcp_section
 from newt.resources import asset_text
@@ -94,6 +95,8 @@ class Config:
     ui: UIConfig = field(default_factory=UIConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     """[mcp.servers.NAME] tables, parsed by newt/mcp/config.py."""
+    presets: dict[str, Preset] = field(default_factory=dict)
+    """[presets.NAME] tables, parsed by newt/chat_settings.py."""
     path: Path | None = None
     """The config file this came from (it may not exist yet)."""
     db_path: Path | None = None
@@ -200,10 +203,16 @@ def _apply_file(cfg: Config, path: Path) -> None:
         if table == "mcp":  # named server tables: their own parser (newt/mcp/config.py)
             cfg.mcp = _mcp_section(body, path, text)
             continue
+        if table == "presets":  # named tables of per-conversation settings
+            try:
+                cfg.presets = parse_presets(body, _where(path, text))
+            except SettingsError as exc:
+                raise ConfigError(str(exc)) from exc
+            continue
         if table not in _SECTIONS:
             raise ConfigError(
                 f"{path}: unknown section [{table}]; known sections are "
-                + ", ".join(f"[{s}]" for s in _SECTIONS)
+                + ", ".join(f"[{s}]" for s in (*_SECTIONS, "mcp", "presets"))
             )
         if not isinstance(body, dict):
             raise ConfigError(f"{path}: [{table}] must be a table")
@@ -227,7 +236,9 @@ def _apply_file(cfg: Config, path: Path) -> None:
             )
 
 
-def _mcp_section(body: Any, path: Path, text: str) -> McpConfig:
+def _where(path: Path, text: str) -> Any:
+    """`dotted` -> "FILE, line N: dotted", for the named-table parsers."""
+
     def where(dotted: str) -> str:
         line = _line_of(text, dotted)
         if line is None:  # a table itself: find its header
@@ -237,8 +248,12 @@ def _mcp_section(body: Any, path: Path, text: str) -> McpConfig:
             )
         return f"{path}" + (f", line {line}" if line else "") + f": {dotted}"
 
+    return where
+
+
+def _mcp_section(body: Any, path: Path, text: str) -> McpConfig:
     try:
-        return parse_mcp_section(body, where)
+        return parse_mcp_section(body, _where(path, text))
     except McpConfigError as exc:
         raise ConfigError(str(exc)) from exc
 

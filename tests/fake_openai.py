@@ -23,7 +23,9 @@ content chunks (text and tool-call pieces) from 0; the role chunk is not
 counted. ``delay_s`` is the pause before every content chunk after the first.
 
 Also served: ``GET /health``, ``GET /props`` (``n_ctx``; 404 when None),
-``GET /v1/models``, any route put in ``routes``, and for other processes
+``GET /v1/models`` (``models``; ``models_status`` other than 200 answers with
+that error, ``models_delay_s`` pauses first), ``GET /api/tags`` in Ollama's
+form when ``ollama_tags`` is set, any route put in ``routes``, and for other processes
 ``POST /__fake__/script`` (a JSON list as for ``--script``) and
 ``GET /__fake__/requests``.
 
@@ -31,6 +33,7 @@ Standalone (another process, e.g. the TUI tmux test)::
 
     python -m tests.fake_openai --port 8099 [--n-ctx 4096] [--reply-text TEXT]
         [--tokens-per-reply N] [--delay S] [--chunk-size N] [--script FILE.json]
+        [--models ID[=N_CTX],...] [--models-status 404] [--models-delay S] [--ollama-tags]
 
 It prints ``fake_openai listening on http://127.0.0.1:PORT/v1`` once ready.
 A script file (or ``$NEWT_FAKE_OPENAI_SCRIPT``) is a JSON list of
@@ -192,6 +195,26 @@ def reply_from_json(item: dict[str, Any]) -> Reply | ErrorReply:
     return Reply(**{k: v for k, v in item.items() if k in known})
 
 
+def llama_model_entry(model_id: str, n_ctx: int | None = None) -> dict[str, Any]:
+    """A /v1/models entry as llama-server writes it (the live n_ctx under meta)."""
+    entry: dict[str, Any] = {"id": model_id, "object": "model", "owned_by": "llamacpp"}
+    if n_ctx is not None:
+        entry["meta"] = {"n_ctx": n_ctx, "n_ctx_train": n_ctx * 4, "ftype": "Q4_K_M"}
+    return entry
+
+
+def ollama_tag(
+    name: str, parameter_size: str = "1B", quantization: str = "Q4_K_M"
+) -> dict[str, Any]:
+    """An /api/tags entry as Ollama writes it."""
+    details = {
+        "format": "gguf",
+        "parameter_size": parameter_size,
+        "quantization_level": quantization,
+    }
+    return {"name": name, "model": name, "size": 1, "digest": "0" * 12, "details": details}
+
+
 # -- the server ------------------------------------------------------------------------
 
 
@@ -218,6 +241,9 @@ class FakeOpenAI:
         self.model = model
         self.default_reply = default_reply or Reply()
         self.models: list[dict[str, Any]] = [{"id": model, "object": "model"}]
+        self.models_status = 200  # e.g. 404: a backend that lists nothing
+        self.models_delay_s = 0.0  # e.g. 30: a backend that never answers the list
+        self.ollama_tags: list[dict[str, Any]] | None = None  # served at /api/tags when set
         # (method, path) -> (status, JSON body): extra routes, e.g. Ollama's /api/show.
         self.routes: dict[tuple[str, str], tuple[int, Any]] = {}
         self.requests: list[RecordedRequest] = []
@@ -369,7 +395,15 @@ class _Handler(BaseHTTPRequestHandler):
             props = {"default_generation_settings": {"n_ctx": fake.n_ctx}, "total_slots": 1}
             self._send_json(200, props)
         elif path in ("/v1/models", "/models"):
-            self._send_json(200, {"object": "list", "data": fake.models})
+            if not fake._pause(fake.models_delay_s):
+                return
+            if fake.models_status != 200:
+                error = {"error": {"message": "File Not Found", "code": fake.models_status}}
+                self._send_json(fake.models_status, error)
+            else:
+                self._send_json(200, {"object": "list", "data": fake.models})
+        elif path == "/api/tags" and fake.ollama_tags is not None:
+            self._send_json(200, {"models": fake.ollama_tags})
         elif method == "POST" and path == "/__fake__/script":
             fake.script(*(reply_from_json(item) for item in (body or [])))
             self._send_json(200, {"queued": fake.pending})
@@ -616,6 +650,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--delay", type=float, default=0.0, help="seconds between chunks")
     parser.add_argument("--chunk-size", type=int, default=None)
     parser.add_argument("--script", default=os.environ.get("NEWT_FAKE_OPENAI_SCRIPT"))
+    parser.add_argument(
+        "--models", help="comma-separated ID[=N_CTX] served at /v1/models (llama-server form)"
+    )
+    parser.add_argument("--models-status", type=int, default=200, help="e.g. 404: no list")
+    parser.add_argument("--models-delay", type=float, default=0.0)
+    parser.add_argument(
+        "--ollama-tags", action="store_true", help="serve --models at /api/tags, 404 /v1/models"
+    )
     args, _ignored = parser.parse_known_args(argv)
 
     default = Reply(delay_s=args.delay)
@@ -632,6 +674,14 @@ def main(argv: list[str] | None = None) -> None:
         model=args.model_name,
         default_reply=default,
     )
+    if args.models:
+        entries = [item.partition("=") for item in args.models.split(",") if item]
+        server.models = [llama_model_entry(i, int(n) if n else None) for i, _, n in entries]
+        if args.ollama_tags:
+            server.ollama_tags = [ollama_tag(i) for i, _, _ in entries]
+            server.models_status = 404
+    server.models_status = args.models_status if args.models_status != 200 else server.models_status
+    server.models_delay_s = args.models_delay
     if args.script:
         with open(args.script, encoding="utf-8") as f:
             server.script(*(reply_from_json(item) for item in json.load(f)))

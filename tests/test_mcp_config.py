@@ -62,7 +62,9 @@ def test_the_template_documents_mcp_without_enabling_any_server(tmp_path: Path) 
     assert "[mcp.servers." in text
     assert load_config(_write(tmp_path, text)).mcp.servers == {}
     uncommented = "\n".join(
-        line[2:] if line.startswith("# ") and ("=" in line or line.startswith("# [mcp")) else line
+        line[2:]
+        if line.startswith("# ") and ("=" in line or line.startswith(("# [mcp", "# [presets")))
+        else line
         for line in text.splitlines()
         if "context_tokens" not in line
     )

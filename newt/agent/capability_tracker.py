@@ -52,9 +52,16 @@ class CapabilityTracker:
             limits.append(self.config.memory.context_tokens)
         return min(limits) if limits else None
 
-    def ceiling_and_reserve(self) -> tuple[int, int]:
-        """The live context ceiling and the tokens kept free for the reply."""
+    def ceiling_and_reserve(self, max_reply: int | None = None) -> tuple[int, int]:
+        """The live context ceiling and the tokens kept free for the reply.
+
+        A conversation's own reply cap (`max_reply`, sent as max_tokens) is
+        what the reply can take, so it is the reserve, smaller or larger than
+        the default; at most half the window, so history always has room.
+        """
         ceiling = self.live_ceiling or self.budget.context_tokens
+        if max_reply is not None:
+            return ceiling, max(1, min(max_reply, ceiling // 2))
         return ceiling, min(REPLY_RESERVE_MAX, ceiling // 4)
 
     async def record_overflow(self, exc: ContextLengthExceededError) -> None:

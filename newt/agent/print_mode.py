@@ -27,6 +27,7 @@ async def run_print(
     out: TextIO,
     err: TextIO,
     detach_summary: bool = True,
+    preset: str | None = None,
 ) -> int:
     assert config.db_path is not None
     async with await Store.open(config.db_path) as store:
@@ -37,6 +38,8 @@ async def run_print(
                 await session.resume(resume)
             elif continue_latest:
                 await session.continue_latest()
+            if preset:  # `--preset`: its model was chosen with the config
+                await session.apply_preset(preset, for_new=True, switch_model=False)
             if session.conversation is not None:
                 resumed = session.memory_status()
             code = await _one_turn(

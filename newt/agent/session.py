@@ -24,6 +24,7 @@ from newt.agent import events as ev
 from newt.agent.background_summary import BackgroundSummary
 from newt.agent.capability_tracker import CapabilityTracker
 from newt.agent.conversation_log import ConversationLog
+from newt.agent.conversation_settings import SettingsControls
 from newt.agent.errors import (
     AmbiguousConversation,
     ConversationNotFound,
@@ -49,14 +50,13 @@ from newt.memory import MemMessage, MemoryProvider
 from newt.memory.notes import NoteBook
 from newt.memory.restore import conversation_turns_from_log
 from newt.recall import RetentionReport
-from newt.resources import asset_text
 from newt.store import Conversation, MemoryRecord, Store
 from newt.store.writer_lock import conversation_writer
 
 log = logging.getLogger(__name__)
 
 
-class ChatSession(McpControls):
+class ChatSession(McpControls, SettingsControls):
     def __init__(self, config: Config, store: Store, client: ChatClient) -> None:
         self.config = config
         self.store = store
@@ -78,7 +78,7 @@ class ChatSession(McpControls):
             self.lock, self.log, lambda: self.provider, lambda: self._writer(), self._reload_current
         )
         self._owns_store = False
-        self._system_prompt = asset_text("system_prompt.md").strip()
+        self._init_settings()  # this conversation's system prompt and parameters
         self.mcp = McpTools(config.mcp)
         """Tools of the configured MCP servers (newt/mcp); started by the first turn."""
 
@@ -162,6 +162,7 @@ class ChatSession(McpControls):
             await self.summaries.cancel()
             self.provider.reset()
             self.log.clear()
+            self._settings_for_new()
             self.last_retention = None
             self.mcp.reset_conversation()
 
@@ -187,6 +188,7 @@ class ChatSession(McpControls):
         self.provider.reset()
         stored = await self.log.load(conv)
         self.provider.restore_turns(conversation_turns_from_log(stored))
+        await self._settings_for_loaded(conv, stored)  # before any figure is read
         self.log.track_resident(stored, self.provider.resident_turns())
         self.last_retention = None
         self.mcp.reset_conversation()
@@ -282,10 +284,6 @@ class ChatSession(McpControls):
 
     # ---------------------------------------------------------------- the turn
 
-    @property
-    def system_prompt(self) -> str:
-        return self._system_prompt
-
     def estimate_tokens(self, text: str) -> int:
         """The provider's (possibly calibrated) estimate, else chars/chars_per_token."""
         tokens_for = getattr(self.provider, "tokens_for", None)
@@ -311,6 +309,7 @@ class ChatSession(McpControls):
             system_prompt=self.system_prompt,
             tokens_for=self.estimate_tokens,
             extra_tools=self.mcp if self.mcp.configured else None,
+            settings=self.settings,
         )
 
     async def send(self, text: str) -> AsyncGenerator[ev.AgentEvent, None]:
@@ -332,6 +331,8 @@ class ChatSession(McpControls):
                         async for event in events:
                             if isinstance(event, ev.RetainedEvidence):
                                 self.last_retention = event.report
+                            elif isinstance(event, ev.TurnStarted):
+                                await self._save_new_settings()  # the conversation exists now
                             yield event
                 finally:
                     self.last_retention = runner.last_retention

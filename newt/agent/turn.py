@@ -38,6 +38,7 @@ from newt.agent.tools import (
 )
 from newt.backend.client import ChatClient, ChatResult, TextDelta
 from newt.backend.errors import BackendError, ContextLengthExceededError, ToolsUnsupportedError
+from newt.chat_settings import ChatSettings
 from newt.memory import CompactingProvider, MemMessage, MemoryProvider, TurnMetrics, Usage
 from newt.recall import RetentionReport
 from newt.recall.presentation import EvidenceOrder, evidence_block
@@ -67,6 +68,8 @@ class TurnContext:
     tool_schemas: list[dict[str, Any]] = field(default_factory=lambda: list(TOOL_SCHEMAS))
     extra_tools: ExtraTools | None = None
     """MCP servers' tools: started once the turn is persisted, then offered beside ours."""
+    settings: ChatSettings = field(default_factory=ChatSettings)
+    """The conversation's own parameters (sent when set) and reply cap (the reserve)."""
 
 
 class ExtraTools(Protocol):
@@ -286,7 +289,7 @@ class TurnRunner:
         """The live ceiling, and what the new message, tool schemas and the
         reply reserve need on top of the working set."""
         s = self.s
-        ceiling, reserve = s.capabilities.ceiling_and_reserve()
+        ceiling, reserve = s.capabilities.ceiling_and_reserve(s.settings.max_tokens)
         required = s.tokens_for(messages[-1].content) + reserve + self._schema_tokens()
         if getattr(s.provider, "last_reported", None) is None:
             required += s.tokens_for(messages[0].content)
@@ -329,7 +332,7 @@ class TurnRunner:
         if compacting is None:
             return False
         compact_for, usage = compacting
-        ceiling, reserve = s.capabilities.ceiling_and_reserve()
+        ceiling, reserve = s.capabilities.ceiling_and_reserve(s.settings.max_tokens)
         target = max(0, ceiling - reserve)
         reported = exc.prompt_tokens or 0
         limit = int(usage[1] * target / reported) if reported > target else usage[1] // 2
@@ -342,7 +345,8 @@ class TurnRunner:
         self, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None
     ) -> AsyncGenerator[ev.AgentEvent | ChatResult, None]:
         # aclosing: a consumer that stops early must close the HTTP stream at once
-        async with aclosing(self.s.client.stream_chat(wire, tools=tools)) as stream:
+        options = self.s.settings.request_options()  # only what the conversation set
+        async with aclosing(self.s.client.stream_chat(wire, tools=tools, **options)) as stream:
             async for item in stream:
                 if isinstance(item, TextDelta):
                     self.p.reply += item.text

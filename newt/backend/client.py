@@ -99,9 +99,10 @@ class ChatClient:
         tools: list[dict[str, Any]] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        top_p: float | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
         """Yield TextDelta as text arrives, then exactly one ChatResult."""
-        body = self._body(messages, tools, max_tokens, temperature, stream=True)
+        body = self._body(messages, tools, max_tokens, temperature, stream=True, top_p=top_p)
         attempt = 0
         while True:
             yielded = False
@@ -123,7 +124,7 @@ class ChatClient:
             attempt += 1
         # The server refuses to stream: ask again without streaming.
         result = await self.complete(
-            messages, tools=tools, max_tokens=max_tokens, temperature=temperature
+            messages, tools=tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p
         )
         if result.text:
             yield TextDelta(result.text)
@@ -136,9 +137,10 @@ class ChatClient:
         tools: list[dict[str, Any]] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        top_p: float | None = None,
     ) -> ChatResult:
         """One non-streamed request (the summarizer, and servers that refuse to stream)."""
-        body = self._body(messages, tools, max_tokens, temperature, stream=False)
+        body = self._body(messages, tools, max_tokens, temperature, stream=False, top_p=top_p)
         attempt = 0
         while True:
             try:
@@ -264,6 +266,7 @@ class ChatClient:
         temperature: float | None,
         *,
         stream: bool,
+        top_p: float | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
         if stream:
@@ -274,6 +277,8 @@ class ChatClient:
             body["max_tokens"] = max_tokens
         if temperature is not None:
             body["temperature"] = temperature
+        if top_p is not None:
+            body["top_p"] = top_p
         return body
 
     def _decode(self, event: SSEEvent, acc: StreamAccumulator) -> Any | None:

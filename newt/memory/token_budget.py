@@ -118,6 +118,13 @@ class TokenBudget(BudgetSettings, BaseProvider):
         """The compaction record at the head of the working set, if any."""
         return self._record
 
+    def shift_anchor(self, tokens: int) -> None:
+        """The fixed part of the prompt (the system message) grew by `tokens`
+        (shrank, if negative) since the anchor was reported. The fallback sum
+        never counts the system message, so it needs nothing."""
+        if self._anchor is not None:
+            self._delta += tokens
+
     def take_compaction_record(self) -> str | None:
         record, self._pending = self._pending, None
         return record

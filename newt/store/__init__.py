@@ -18,6 +18,7 @@ from newt.store.models import (
 )
 from newt.store.notes import NoteRepo
 from newt.store.records import RecordRepo
+from newt.store.settings import SettingsRepo, StoredSettings
 
 
 class Store:
@@ -30,6 +31,7 @@ class Store:
         self.notes = NoteRepo(db)
         self.records = RecordRepo(db)
         self.capabilities = CapabilityRepo(db)
+        self.settings = SettingsRepo(db)
 
     @classmethod
     async def open(cls, path: object) -> "Store":
@@ -60,8 +62,10 @@ __all__ = [
     "NotADatabaseError",
     "NoteRepo",
     "RecordRepo",
+    "SettingsRepo",
     "Store",
     "StoreError",
+    "StoredSettings",
     "StoredTurn",
     "TurnRepo",
     "make_title",

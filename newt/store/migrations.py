@@ -189,6 +189,28 @@ async def m006_memory_vectors(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m008_conversation_settings(conn: aiosqlite.Connection) -> None:
+    # Per-conversation settings (newt/store/settings.py). A table of its own,
+    # not columns of `conversations`: a conversation without a row simply
+    # uses the defaults, and the row goes with its conversation.
+    await run_script(
+        conn,
+        """
+        CREATE TABLE conversation_settings (
+            conversation_id TEXT PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+            system_prompt   TEXT,
+            temperature     REAL,
+            top_p           REAL,
+            max_tokens      INTEGER,
+            preset          TEXT,
+            anchor_shift    INTEGER NOT NULL DEFAULT 0,
+            shift_after     INTEGER,
+            updated_at      REAL NOT NULL
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
@@ -196,6 +218,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "estimate_glue", m004_estimate_glue),
     (5, "stemmed_index", m005_stemmed_index),
     (6, "memory_vectors", m006_memory_vectors),
+    (8, "conversation_settings", m008_conversation_settings),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

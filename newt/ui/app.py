@@ -61,6 +61,7 @@ class NewtApp(App[None]):
         *,
         resume: str | None = None,
         continue_latest: bool = False,
+        preset: str | None = None,
         open_session: OpenSession = _open_session,
         discover: Discover = _discover,
     ) -> None:
@@ -68,6 +69,8 @@ class NewtApp(App[None]):
         self.config = config
         self.resume_id = resume
         self.continue_latest = continue_latest
+        self.preset = preset
+        """`newt --preset NAME`: applied to the first conversation and every new one."""
         self.session: SessionLike | None = None
         self._open_session = open_session
         self._discover = discover
@@ -189,6 +192,8 @@ class NewtApp(App[None]):
                 await session.resume(self.resume_id)
             elif self.continue_latest and await session.continue_latest() is None:
                 self.notify("No saved conversation yet; starting a new one.")
+            if self.preset:  # its model was chosen with the config (newt/cli.py)
+                await session.apply_preset(self.preset, for_new=True, switch_model=False)
         except Exception as exc:
             self.notify(
                 describe(exc), title="Could not resume", severity="error", timeout=8, markup=False
@@ -223,9 +228,15 @@ class NewtApp(App[None]):
             self._local_server.stop()
 
 
-def run_tui(config: Config, *, resume: str | None = None, continue_latest: bool = False) -> int:
+def run_tui(
+    config: Config,
+    *,
+    resume: str | None = None,
+    continue_latest: bool = False,
+    preset: str | None = None,
+) -> int:
     """Run the TUI; returns the process exit code."""
-    app = NewtApp(config, resume=resume, continue_latest=continue_latest)
+    app = NewtApp(config, resume=resume, continue_latest=continue_latest, preset=preset)
 
     async def main() -> None:
         try:

@@ -37,7 +37,15 @@ COMMANDS: tuple[SlashCommand, ...] = (
         arg_required=True,
     ),
     SlashCommand("compact", "Fold older turns into a summary now", usage="[focus]"),
-    SlashCommand("model", "Show or switch the model", usage="[name]"),
+    SlashCommand(
+        "model", "Pick a model the backend serves, or switch to NAME", usage="[name]", key="f2"
+    ),
+    SlashCommand(
+        "settings", "This conversation's system prompt, temperature, top_p, reply cap", key="f3"
+    ),
+    SlashCommand(
+        "preset", "Apply a named preset from the config (a list without NAME)", usage="[name]"
+    ),
     SlashCommand("export", "Write this conversation to a file here", usage="[md|json]"),
     SlashCommand("tools", "MCP servers, their state and tools; switch one", usage="[on|off NAME]"),
     SlashCommand("evidence", "Show or hide the retained-evidence sidebar", key="ctrl+b"),

@@ -71,6 +71,8 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+g", "command('memory')", "Memory"),
         Binding("ctrl+b", "command('evidence')", "Evidence"),
         Binding("f1", "command('help')", "Help"),
+        Binding("f2", "command('model')", "Model", show=False),
+        Binding("f3", "command('settings')", "Settings", show=False),
     ]
 
     def __init__(self, session: SessionLike) -> None:

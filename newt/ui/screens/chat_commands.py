@@ -9,6 +9,7 @@ through the CommandHost protocol: this module never imports the screen.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable
 from pathlib import Path
 
 from newt.agent.export import write_export
@@ -18,13 +19,14 @@ from newt.ui.errors import describe
 from newt.ui.format import tokens
 from newt.ui.screens.help import HelpScreen
 from newt.ui.screens.memory import MemoryScreen
+from newt.ui.screens.model_commands import ModelCommands
 from newt.ui.screens.picker import PickerScreen
 from newt.ui.session_api import SessionLike
 from newt.ui.widgets.entries import CompactionEntry, compaction_summary
 
 # Commands that would change the conversation under a reply that is streaming
 # (the session would also make them wait for its lock; refusing says why).
-NOT_WHILE_BUSY = {"new", "resume", "compact", "model"}
+NOT_WHILE_BUSY = {"new", "resume", "compact", "model", "settings", "preset"}
 
 
 def export_path(title: str, conv_id: str, fmt: str, directory: Path) -> Path:
@@ -39,8 +41,9 @@ def export_path(title: str, conv_id: str, fmt: str, directory: Path) -> Path:
     return path
 
 
-class ChatCommands:
-    """`run` dispatches; `cmd_<name>(arg)` for each command that talks to the session."""
+class ChatCommands(ModelCommands):
+    """`run` dispatches; `cmd_<name>(arg)` for each command that talks to the session
+    (/model, /settings and /preset in ModelCommands)."""
 
     def __init__(self, screen: CommandHost) -> None:
         self.screen = screen
@@ -71,6 +74,8 @@ class ChatCommands:
         elif name == "resume" and not parsed.arg:
             current = self.session.conversation.id if self.session.conversation else None
             app.push_screen(PickerScreen(self.session.search_conversations, current), self._picked)
+        elif not parsed.arg and self.open_panel(name):
+            pass  # /model, /settings and /preset without an argument open their screen
         else:
             self._start(name, parsed.arg)
 
@@ -79,12 +84,15 @@ class ChatCommands:
             self._start("resume", conv_id)
 
     def _start(self, name: str, arg: str) -> None:
-        self.screen.run_worker(self._command(name, arg), group="command", exit_on_error=False)
+        self.spawn(getattr(self, f"cmd_{name}")(arg))
 
-    async def _command(self, name: str, arg: str) -> None:
-        handler = getattr(self, f"cmd_{name}")
+    def spawn(self, work: Awaitable[None]) -> None:
+        """Run a command's work in a worker; its errors become inline feedback."""
+        self.screen.run_worker(self._guarded(work), group="command", exit_on_error=False)
+
+    async def _guarded(self, work: Awaitable[None]) -> None:
         try:
-            await handler(arg)
+            await work
         except Exception as exc:
             # Errors the session raises for the user (unknown conversation, a
             # note that matches twice...) read best inline, beside the command.
@@ -128,18 +136,6 @@ class ChatCommands:
                 f"{tokens(result.used_after)} tokens used."
             )
         self.screen.refresh_meter()
-
-    async def cmd_model(self, arg: str) -> None:
-        if not arg:
-            self.screen.feedback(
-                f"Model: {self.session.model} at {self.session.base_url}. "
-                "Use /model NAME to switch."
-            )
-            return
-        await self.session.set_model(arg)
-        self.screen.refresh_header()
-        self.screen.refresh_meter()
-        self.screen.feedback(f"Model set to {self.session.model}.")
 
     async def cmd_tools(self, arg: str) -> None:
         report = getattr(self.session, "tools_report", None)

@@ -1,0 +1,105 @@
+"""/settings: this conversation's system prompt, temperature, top_p and reply cap.
+
+An empty field means "not set": newt's own persona line, the backend's
+default sampling, no cap on the reply. Bad values are refused here with the
+reason, and the form keeps what was typed.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static, TextArea
+
+from newt.agent.conversation_settings import ChatSettings, SettingsError, settings_from_form
+from newt.ui.format import clean, one_line
+
+
+def _text(value: float | int | None) -> str:
+    return "" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class SettingsScreen(ModalScreen[ChatSettings | None]):
+    """Dismisses with the new settings, or None when cancelled."""
+
+    CSS_PATH = "settings.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss(None)", "Cancel"),
+        Binding("ctrl+s", "save", "Save", priority=True),
+    ]
+
+    def __init__(self, settings: ChatSettings, *, model: str, default_prompt: str) -> None:
+        super().__init__()
+        self.settings = settings
+        self.model = model
+        self.default_prompt = default_prompt
+
+    def compose(self) -> ComposeResult:
+        s = self.settings
+        with Vertical(id="panel") as panel:
+            panel.border_title = "Conversation settings"
+            panel.border_subtitle = "ctrl+s saves · esc cancels"
+            preset = f" · preset {s.preset}" if s.preset else ""
+            yield Static(Content(f"Model {clean(self.model)}{clean(preset)}"), id="settings-about")
+            yield Label("System prompt (empty: newt's own)", classes="field-label")
+            area = TextArea(
+                s.system_prompt or "",
+                id="settings-system",
+                soft_wrap=True,
+                show_line_numbers=False,
+                tab_behavior="focus",
+                compact=True,
+                placeholder=one_line(self.default_prompt, 200),
+            )
+            yield area
+            with Horizontal(id="settings-numbers"):
+                for ident, label, value, hint in (
+                    ("temperature", "Temperature", s.temperature, "0-2, empty: default"),
+                    ("top-p", "Top p", s.top_p, "0-1, empty: default"),
+                    ("max-tokens", "Max reply tokens", s.max_tokens, "empty: no cap"),
+                ):
+                    with Vertical(classes="number"):
+                        yield Label(label, classes="field-label")
+                        yield Input(_text(value), placeholder=hint, id=f"settings-{ident}")
+            yield Static("", id="settings-error")
+            with Horizontal(id="settings-buttons"):
+                yield Button("Save", variant="primary", id="settings-save")
+                yield Button("Cancel", id="settings-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#settings-system", TextArea).focus()
+
+    def _value(self, ident: str) -> str:
+        return self.query_one(f"#settings-{ident}", Input).value
+
+    def action_save(self) -> None:
+        try:
+            settings = settings_from_form(
+                self.query_one("#settings-system", TextArea).text,
+                self._value("temperature"),
+                self._value("top-p"),
+                self._value("max-tokens"),
+                preset=self.settings.preset,
+            )
+        except SettingsError as exc:
+            self.query_one("#settings-error", Static).update(Content(str(exc)))
+            return
+        self.dismiss(settings)
+
+    @on(Input.Submitted)
+    def _enter(self, event: Input.Submitted) -> None:
+        self.action_save()
+
+    @on(Button.Pressed, "#settings-save")
+    def _save_pressed(self, event: Button.Pressed) -> None:
+        self.action_save()
+
+    @on(Button.Pressed, "#settings-cancel")
+    def _cancel_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None)
