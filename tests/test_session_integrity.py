@@ -281,3 +281,38 @@ async def test_a_summary_lands_after_another_newt_added_a_turn(fake_openai: Fake
         if second is not None:
             await second.close()
         await first.close()
+
+
+async def test_a_turn_goes_before_a_summary_still_being_written(fake_openai: FakeOpenAI) -> None:
+    """On a one-slot server a summary request would make the user's reply wait
+    for the whole summary (62 s measured behind a 600-token one). The turn
+    cancels it; the summary is asked again after the turn and lands."""
+    session = await open_session(fake_openai)
+    try:
+        await fill(session, fake_openai, 4)
+        await session.summaries.wait(5)
+        fake_openai.script(
+            Reply(text="answer that compacts " + "words " * 40),
+            Reply(text="a summary that would take long", first_byte_delay_s=30),
+            Reply(text="the reply"),
+            Reply(text="the summary written after the turn"),
+        )
+        before = len(fake_openai.chat_requests)
+        events = await run_turn(session, "one more " + "words " * 30)
+        assert any(isinstance(e, ev.Compacted) for e in events)
+        for _ in range(200):  # the summary request reached the server
+            if len(fake_openai.chat_requests) >= before + 2:
+                break
+            await asyncio.sleep(0.01)
+        assert session.summaries.running
+        events = await asyncio.wait_for(run_turn(session, "hi"), 10)
+        assert done_of(events).status == "complete"
+        assert await session.summaries.wait(10)
+        conv_id = session.conversation.id if session.conversation else ""
+        records = [
+            t for t in await session.store.turns.for_conversation(conv_id) if t.kind == "compaction"
+        ]
+        assert "the summary written after the turn" in record_summary(records[-1].user)
+        assert not any("would take long" in record_summary(r.user) for r in records)
+    finally:
+        await session.close()

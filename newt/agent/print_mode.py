@@ -6,13 +6,18 @@ saved and the conversation can be resumed with -c), 2 for bad input.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import os
+import signal
 from typing import Any, TextIO
 
 from newt.agent import events as ev
-from newt.agent.background_summary import spawn_summary_writer
+from newt.agent.detached_summary import spawn_summary_writer, writer_pid_file
 from newt.agent.session import ChatSession, MemoryStatus, dump_report
 from newt.config import Config
+from newt.files import write_private
 from newt.store import Store
 from newt.text import StreamSanitizer, strip_terminal_escapes
 
@@ -149,10 +154,21 @@ async def finish_summary(config: Config, conversation_id: str) -> int:
     """`newt --finish-summary ID` (started detached by print mode): write the
     summary the conversation's last record still owes, then exit."""
     session = await ChatSession.open(config, probe=False)
+    pid_file = writer_pid_file(session.store.db.path, conversation_id)
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    if task is not None:  # a turn on this conversation stops us: see stop_detached_writer
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
     try:
+        write_private(pid_file, str(os.getpid()))
+        session.summaries.on_written = lambda: pid_file.unlink(missing_ok=True)
         await session.resume(conversation_id)
         session.summaries.start()
         await session.summaries.wait(config.backend.timeout_s * 2)
+    except asyncio.CancelledError:
+        pass  # preempted by a turn: the fallback record stands
     finally:
+        pid_file.unlink(missing_ok=True)
         await session.close()
     return 0

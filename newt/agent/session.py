@@ -323,6 +323,7 @@ class ChatSession(McpControls, SettingsControls):
                     yield ev.Notice(
                         "another newt was writing to this conversation; continued after it"
                     )
+                await self.summaries.preempt()  # the user's turn goes first
                 if await self.log.changed_elsewhere() and self.conversation is not None:
                     await self._load(self.conversation)  # build on what the other one wrote
                 runner = TurnRunner(self.turn_context(), text)
