@@ -272,3 +272,26 @@ async def test_recall_config_keys(tmp_path: Path) -> None:
     path.write_text('[recall]\nevidence_order = "random"\n')
     with pytest.raises(ConfigError, match=r"recall\.evidence_order"):
         load_config(path)
+
+
+def test_a_reply_that_matches_nothing_more_is_left_out_of_a_turns_excerpt() -> None:
+    """The user's words are the source of a fact about the user; a small
+    model's reply restating them can contradict them ("leaves at 21:30")."""
+    turn = (
+        "User: My flight to Lisbon leaves from gate E33.\n"
+        "Assistant: Here is a correction: the flight to Lisbon leaves at 21:30."
+    )
+    report = retain_within_budget(
+        [RetentionCandidate("t4", turn, access_count=0, age_hours=1.0)],
+        1000,
+        query="Which gate does my flight to Lisbon leave from?",
+    )
+    assert report.capsules[0].excerpt == "User: My flight to Lisbon leaves from gate E33."
+    # a reply matching words the user's message lacks is kept
+    advice = "User: Recommend one board game.\nAssistant: Try Azul, a strategy game."
+    report = retain_within_budget(
+        [RetentionCandidate("t5", advice, access_count=0, age_hours=1.0)],
+        1000,
+        query="which strategy game did you recommend",
+    )
+    assert report.capsules[0].excerpt == advice
