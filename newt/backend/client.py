@@ -360,7 +360,7 @@ async def _read_limited(response: httpx.Response) -> str:
 def _whole_deltas(result: ChatResult) -> list[StreamEvent]:
     """A reply that arrived in one body, as the deltas a stream would have sent."""
     deltas: list[StreamEvent] = [ThinkingDelta(result.thinking)] if result.thinking else []
-    return deltas + [TextDelta(result.text)] if result.text else deltas
+    return [*deltas, TextDelta(result.text)] if result.text else deltas
 
 
 def _describe(exc: Exception) -> str:

@@ -135,7 +135,7 @@ class StreamAccumulator:
     @staticmethod
     def _split(thinking: str, text: str) -> list[Delta]:
         pieces: list[Delta] = [ThinkingDelta(thinking)] if thinking else []
-        return pieces + [TextDelta(text)] if text else pieces
+        return [*pieces, TextDelta(text)] if text else pieces
 
     def _keep(self, deltas: list[Delta]) -> None:
         for d in deltas:
