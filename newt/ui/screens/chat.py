@@ -129,8 +129,7 @@ class ChatScreen(Screen[None]):
         self.sidebar.display = show
 
     def toggle_thinking(self) -> None:
-        unfolded = self.log_view.toggle_thinking()
-        self.notify(f"Thinking {'unfolded' if unfolded else 'folded'}.", timeout=2)
+        self.log_view.toggle_thinking()  # the blocks themselves show the change
 
     def toggle_sidebar(self) -> None:
         self._sidebar_choice = not self.sidebar.display
