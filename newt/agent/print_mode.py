@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from newt.agent import events as ev
 from newt.agent.detached_summary import spawn_summary_writer, writer_pid_file
+from newt.agent.print_thinking import ThinkingPrinter, speed
 from newt.agent.session import ChatSession, MemoryStatus, dump_report
 from newt.config import Config
 from newt.files import write_private
@@ -174,38 +175,6 @@ async def _one_turn(
         err.write("newt: error: the reply was cut off; the partial reply is saved.\n")
         return 1
     return 0 if error is None else 1
-
-
-def speed(done: ev.TurnDone | None) -> float | None:
-    rate = done.stats.tokens_per_second if done and done.stats else None
-    return None if rate is None else round(rate, 2)
-
-
-class ThinkingPrinter:
-    """The reasoning, streamed inside <think>…</think> before the reply (or nowhere)."""
-
-    def __init__(self, out: TextIO | None) -> None:
-        self.out = out
-        self.sanitizer = StreamSanitizer()
-        self.state = "before"  # before | open | closed
-
-    def write(self, text: str) -> None:
-        if self.out is None or self.state == "closed":
-            return
-        if self.state == "before":
-            text = text.lstrip("\n")
-            if not text:
-                return
-            self.out.write("<think>\n")
-            self.state = "open"
-        self.out.write(self.sanitizer.feed(text))
-        self.out.flush()
-
-    def close(self) -> None:
-        if self.out is not None and self.state == "open":
-            self.out.write(self.sanitizer.flush().rstrip("\n") + "\n</think>\n\n")
-            self.out.flush()
-        self.state = "closed"
 
 
 async def finish_summary(config: Config, conversation_id: str) -> int:
