@@ -6,6 +6,7 @@ from pathlib import Path
 
 from newt.agent.reply_stats import ReplyStats, TokenTally
 from newt.store import Database, ReplyDetails, Store
+from newt.store.migrations import m008_conversation_settings
 
 
 async def test_v6_turns_upgrade_and_fall_back_to_the_memory_figures(tmp_path: Path) -> None:
@@ -63,3 +64,30 @@ async def test_details_round_trip_and_only_the_answer_is_indexed(tmp_path: Path)
             "SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'sky'"
         )
         assert (await cur.fetchone())[0] == 2
+
+
+async def test_a_database_migrated_to_8_before_7_existed_gets_7(tmp_path: Path) -> None:
+    """Migration 7 was merged after 8: a file main migrated to 8 has a gap at 7."""
+    path = tmp_path / "newt.db"
+    db = await Database.open(path, migrate=False)
+    await db.migrate(target=6)
+    async with db.transaction() as conn:
+        await m008_conversation_settings(conn)
+        await conn.execute(
+            "INSERT INTO schema_migrations(version, name, applied_at)"
+            " VALUES (8, 'conversation_settings', 0)"
+        )
+    await db.close()
+
+    async with await Store.open(path) as store:
+        cur = await store.db.conn.execute("SELECT version FROM schema_migrations ORDER BY 1")
+        assert [r[0] for r in await cur.fetchall()] == [1, 2, 3, 4, 5, 6, 7, 8]
+        conv = await store.conversations.create(title="t")
+        turn = await store.turns.add_pending(conv.id, "q")
+        await store.turns.complete(turn, "a", details=ReplyDetails("mulling", 10, 2, 0.1))
+        (stored,) = await store.turns.for_conversation(conv.id)
+        assert stored.thinking == "mulling"
+    # and opening it again changes nothing
+    async with await Store.open(path) as store:
+        cur = await store.db.conn.execute("SELECT count(*) FROM schema_migrations")
+        assert (await cur.fetchone())[0] == 8
