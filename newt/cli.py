@@ -75,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with -p: print one JSON object instead of the streamed text",
     )
+    parser.add_argument(
+        "--show-thinking",
+        action="store_true",
+        help="with -p: print the model's reasoning too (before the reply, in <think> tags;"
+        " with --json under a 'thinking' key)",
+    )
     # started detached by print mode to write a compaction summary after it exits
     parser.add_argument("--finish-summary", metavar="ID", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -141,6 +147,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json and args.prompt is None:
         _err(stderr, "--json only works with -p/--print")
         return EXIT_USAGE
+    if args.show_thinking and args.prompt is None:
+        _err(stderr, "--show-thinking only works with -p/--print")
+        return EXIT_USAGE
     if args.continue_latest and args.resume:
         _err(stderr, "use either -c/--continue or -r/--resume, not both")
         return EXIT_USAGE
@@ -178,6 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         config,
                         prompt,
                         as_json=args.json,
+                        show_thinking=args.show_thinking,
                         resume=args.resume,
                         continue_latest=args.continue_latest,
                         out=stdout,

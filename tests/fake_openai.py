@@ -14,8 +14,9 @@ Each chat request takes the next scripted reply; with the queue empty it gets
 ``default_reply`` (``Reply()``: "ok: <last user text>"). Header names in
 recorded requests are lower-case.
 
-Streaming is real SSE over chunked HTTP/1.1: a role chunk, the text in
-``chunk_size``-character content chunks, tool-call deltas, a finish chunk, a
+Streaming is real SSE over chunked HTTP/1.1: a role chunk, any ``reasoning``
+in ``chunk_size``-character ``reasoning_content`` chunks, the text in
+``chunk_size``-character content chunks (or exactly ``chunks``), tool-call deltas, a finish chunk, a
 ``choices: []`` usage chunk (when the request asked for include_usage) and
 ``data: [DONE]``. ``disconnect_after_chunks`` / ``malformed_at_chunk`` /
 ``error_at_chunk`` count
@@ -70,6 +71,12 @@ class Reply:
 
     text: str | None = None
     chunk_size: int = 3
+    # reasoning sent as delta.<reasoning_field> pieces (chunk_size each) before the text;
+    # the other form, <think>…</think> inside the content, is just part of ``text``
+    reasoning: str | None = None
+    reasoning_field: str = "reasoning_content"
+    # the content exactly as these pieces (overrides chunk_size for the text)
+    chunks: list[str] | None = None
     delay_s: float = 0.0
     usage: bool = True
     prompt_tokens: int | None = None  # None: ceil(chars of the request's messages / 4)
@@ -422,6 +429,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, reply.body, reply.headers)
             return
         text = reply.text if reply.text is not None else f"ok: {_last_user_text(request)}"
+        if reply.chunks is not None:
+            text = "".join(reply.chunks)
         if request.get("stream") is True and not reply.json_body:
             self._stream(reply, text, request)
         else:
@@ -523,8 +532,8 @@ def _usage(reply: Reply, text: str, request: dict[str, Any]) -> dict[str, Any]:
     prompt = reply.prompt_tokens if reply.prompt_tokens is not None else _estimate(prompt_chars)
     args_chars = sum(len(_arguments(c)) for c in reply.tool_calls)
     completion = reply.completion_tokens
-    if completion is None:
-        completion = _estimate(len(text) + args_chars)
+    if completion is None:  # reasoning tokens are completion tokens, as real servers count
+        completion = _estimate(len(text) + args_chars + len(reply.reasoning or ""))
     usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -563,8 +572,15 @@ def _stream_events(
     """(kind, JSON payload) for every data: line; kind is role|content|finish|usage|done."""
     size = max(1, reply.chunk_size)
     yield "role", _chunk(model, [{"index": 0, "delta": {"role": "assistant", "content": ""}}])
-    for start in range(0, len(text), size):
-        delta = {"content": text[start : start + size]}
+    reasoning = reply.reasoning or ""
+    for start in range(0, len(reasoning), size):
+        delta = {"content": None, reply.reasoning_field: reasoning[start : start + size]}
+        yield "content", _chunk(model, [{"index": 0, "delta": delta, "finish_reason": None}])
+    pieces = reply.chunks
+    if pieces is None:
+        pieces = [text[start : start + size] for start in range(0, len(text), size)]
+    for piece in pieces:
+        delta = {"content": piece}
         yield "content", _chunk(model, [{"index": 0, "delta": delta, "finish_reason": None}])
     for i, call in enumerate(reply.tool_calls):
         head = {
@@ -589,6 +605,8 @@ def _stream_events(
 
 def _completion(reply: Reply, text: str, request: dict[str, Any], model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": text}
+    if reply.reasoning:
+        message[reply.reasoning_field] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
             {

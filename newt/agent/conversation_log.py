@@ -12,6 +12,7 @@ import json
 from typing import Any, TypeVar
 
 from newt.agent import events as ev
+from newt.agent.reply_stats import ReplyStats, TokenTally
 from newt.memory import MemoryProvider
 from newt.store import Conversation, Store, StoredTurn, make_title
 
@@ -33,6 +34,8 @@ class ConversationLog:
         # (rows, newest id, pending rows) as of our last read or write: another
         # newt appending or completing a turn changes it.
         self._seen: tuple[int, int | None, int] = (0, None, 0)
+        self.tally = TokenTally()
+        """Tokens summed over the conversation's replies (the /memory total)."""
 
     # -- which conversation ------------------------------------------------------
 
@@ -40,6 +43,7 @@ class ConversationLog:
         self.conversation = None
         self._turn_keys, self._record_key = [], None
         self._seen = (0, None, 0)
+        self.tally.reset()
 
     async def load(self, conv: Conversation) -> list[StoredTurn]:
         """Switch to `conv`; returns its log for the provider to restore from."""
@@ -48,6 +52,7 @@ class ConversationLog:
         log = await self.store.turns.for_conversation(conv.id)
         pending = sum(1 for t in log if t.status == "pending")
         self._seen = (len(log), log[-1].id if log else None, pending)
+        self.tally.reset(log)
         return log
 
     def track_resident(self, log: list[StoredTurn], resident_turns: int) -> None:
@@ -96,6 +101,8 @@ class ConversationLog:
         tokens_in: int | None,
         tokens_out: int | None,
         tool_events: list[dict[str, object]],
+        thinking: str = "",
+        stats: ReplyStats | None = None,
     ) -> None:
         await self.store.turns.complete(
             turn_id,
@@ -104,7 +111,9 @@ class ConversationLog:
             tokens_in=tokens_in,
             tokens_out=tokens_out,
             tool_events=tool_events,
+            details=(stats or ReplyStats(None, None, None)).details(thinking),
         )
+        self.tally.add(turn_id, stats)
         self._settled()
         self._turn_keys.append(f"t{turn_id}")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from newt.agent.reply_stats import ReplyStats
 from newt.recall import RetentionReport
 
 
@@ -22,6 +23,13 @@ class TurnStarted:
 
 @dataclass
 class TextDelta:
+    text: str
+
+
+@dataclass
+class ThinkingDelta:
+    """A piece of the model's reasoning: shown apart, stored, never sent back."""
+
     text: str
 
 
@@ -85,11 +93,15 @@ class TurnDone:
     status: str  # "complete" | "interrupted" | "failed"
     usage: UsageReported | None = None
     compactions: list[Compacted] = field(default_factory=list)
+    thinking: str = ""
+    stats: ReplyStats | None = None
+    """The reply's footer figures (counts reported or estimated, speed)."""
 
 
 AgentEvent = (
     TurnStarted
     | TextDelta
+    | ThinkingDelta
     | ToolCallStarted
     | ToolCallFinished
     | UsageReported

@@ -50,6 +50,13 @@ def _turn_md(turn: StoredTurn) -> str:
         return "\n".join(parts)
     for event in turn.tool_events:
         parts.append(f"> tool `{event.get('name', '?')}`: {str(event.get('result', ''))[:200]}\n")
+    if turn.thinking:
+        # marked as the model's reasoning, apart from the answer
+        parts.append(
+            "<details><summary>Thinking</summary>\n\n"
+            + "\n".join("> " + line for line in turn.thinking.splitlines())
+            + "\n\n</details>\n"
+        )
     label = "Assistant (interrupted)" if turn.status == "interrupted" else "Assistant"
     parts.append(f"## {label}\n\n{turn.assistant}\n")
     return "\n".join(parts)
@@ -70,6 +77,11 @@ async def export_conversation(store: Store, conv: Conversation, fmt: str) -> str
                     "status": t.status,
                     "user": t.user,
                     "assistant": t.assistant,
+                    "thinking": t.thinking,
+                    "prompt_tokens": t.prompt_tokens,
+                    "completion_tokens": t.completion_tokens,
+                    "reply_seconds": t.reply_seconds,
+                    "tokens_estimated": t.tokens_estimated,
                     "tokens_in": t.tokens_in,
                     "tokens_out": t.tokens_out,
                     "resident_turns": t.resident_turns,

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from newt.agent.reply_stats import TokenTally
 from newt.agent.tools import TOOL_SCHEMAS
 from newt.memory import MemoryProvider
 from newt.memory.notes import NoteBook
@@ -35,13 +36,24 @@ class MemoryStatus:
     """Estimated tokens of the tool schemas each request carries (MCP tools included)."""
     tools_offered: int = 0
     mcp_tools: int = 0
+    total_prompt_tokens: int = 0
+    """Prompt tokens summed over this conversation's replies (each request counted whole)."""
+    total_completion_tokens: int = 0
+    total_replies: int = 0
+    total_estimated: int = 0
+    """How many of those replies carry newt's estimate instead of a backend report."""
 
 
 def memory_status(
-    provider: MemoryProvider, budget: Any, notes: NoteBook, last_retention: RetentionReport | None
+    provider: MemoryProvider,
+    budget: Any,
+    notes: NoteBook,
+    last_retention: RetentionReport | None,
+    tally: TokenTally | None = None,
 ) -> MemoryStatus:
     usage = provider.usage() or ("tokens", 0, 0)
     p: Any = provider
+    tally = tally or TokenTally()
     return MemoryStatus(
         provider=provider.name,
         label=usage[0],
@@ -57,6 +69,10 @@ def memory_status(
         notes_used=notes.used_chars,
         notes_limit=notes.limit,
         last_retention=last_retention,
+        total_prompt_tokens=tally.prompt_tokens,
+        total_completion_tokens=tally.completion_tokens,
+        total_replies=tally.replies,
+        total_estimated=tally.estimated,
     )
 
 

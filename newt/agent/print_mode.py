@@ -1,5 +1,8 @@
 """`newt -p`: one turn, streamed to stdout (or one JSON object with --json).
 
+The model's reasoning is left out unless --show-thinking: then it is printed
+first inside `<think>…</think>` (or, with --json, under a `thinking` key).
+
 Exit status: 0 on a reply, 1 when the backend failed (the user's message is
 saved and the conversation can be resumed with -c), 2 for bad input.
 """
@@ -15,6 +18,7 @@ from typing import Any, TextIO
 
 from newt.agent import events as ev
 from newt.agent.detached_summary import spawn_summary_writer, writer_pid_file
+from newt.agent.print_thinking import ThinkingPrinter, speed
 from newt.agent.session import ChatSession, MemoryStatus, dump_report
 from newt.config import Config
 from newt.files import write_private
@@ -33,6 +37,7 @@ async def run_print(
     err: TextIO,
     detach_summary: bool = True,
     preset: str | None = None,
+    show_thinking: bool = False,
 ) -> int:
     assert config.db_path is not None
     async with await Store.open(config.db_path) as store:
@@ -48,7 +53,13 @@ async def run_print(
             if session.conversation is not None:
                 resumed = session.memory_status()
             code = await _one_turn(
-                session, prompt, as_json=as_json, out=out, err=err, resumed=resumed
+                session,
+                prompt,
+                as_json=as_json,
+                out=out,
+                err=err,
+                resumed=resumed,
+                show_thinking=show_thinking,
             )
             # The reply is out. A summary of folded turns must not hold up the
             # shell's prompt: a detached newt writes it (or, with a server that
@@ -73,16 +84,21 @@ async def _one_turn(
     out: TextIO,
     err: TextIO,
     resumed: MemoryStatus | None = None,
+    show_thinking: bool = False,
 ) -> int:
     reply_parts: list[str] = []
+    thinking = ThinkingPrinter(out if show_thinking and not as_json else None)
     done: ev.TurnDone | None = None
     error: ev.TurnError | None = None
     compactions: list[ev.Compacted] = []
     wrote_any = False
     sanitizer = StreamSanitizer()
     async for event in session.send(prompt):
-        if isinstance(event, ev.TextDelta):
+        if isinstance(event, ev.ThinkingDelta):
+            thinking.write(event.text)
+        elif isinstance(event, ev.TextDelta):
             reply_parts.append(event.text)
+            thinking.close()
             if not as_json:
                 out.write(sanitizer.feed(event.text))
                 out.flush()
@@ -95,6 +111,7 @@ async def _one_turn(
             error = event
         elif isinstance(event, ev.TurnDone):
             done = event
+    thinking.close()
     if wrote_any:
         out.write(sanitizer.flush() + "\n")
     if error is not None:
@@ -113,6 +130,14 @@ async def _one_turn(
             "usage": {
                 "prompt_tokens": usage.prompt_tokens if usage else None,
                 "completion_tokens": usage.completion_tokens if usage else None,
+                "tokens_per_second": speed(done),
+            },
+            # summed over the conversation's replies, this one included
+            "conversation_usage": {
+                "prompt_tokens": status.total_prompt_tokens,
+                "completion_tokens": status.total_completion_tokens,
+                "replies": status.total_replies,
+                "estimated_replies": status.total_estimated,
             },
             "memory": {
                 "provider": status.provider,
@@ -138,6 +163,8 @@ async def _one_turn(
                 for c in compactions
             ],
         }
+        if show_thinking:
+            payload["thinking"] = strip_terminal_escapes(done.thinking if done else "")
         # ASCII-only JSON: excerpts quote stored model text, and a raw C1 control
         # character would reach the terminal; \\u escapes keep the data intact
         out.write(json.dumps(payload) + "\n")

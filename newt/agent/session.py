@@ -242,7 +242,9 @@ class ChatSession(McpControls, SettingsControls):
     # ---------------------------------------------------------------- memory
 
     def memory_status(self) -> MemoryStatus:
-        status = memory_status(self.provider, self.budget, self.notes, self.last_retention)
+        status = memory_status(
+            self.provider, self.budget, self.notes, self.last_retention, self.log.tally
+        )
         if self.supports_tools is not False:
             add_tool_costs(status, self.mcp.schemas(), self.estimate_tokens)
         return status

@@ -27,6 +27,7 @@ from newt.agent import events as ev
 from newt.agent.capability_tracker import CapabilityTracker
 from newt.agent.conversation_log import ConversationLog
 from newt.agent.evidence import EvidenceSource
+from newt.agent.reply_stats import ReplyClock, ReplyStats, answer_share
 from newt.agent.rescue import save_unsaved_reply
 from newt.agent.tools import (
     MAX_TOOL_ROUNDS,
@@ -38,6 +39,7 @@ from newt.agent.tools import (
 )
 from newt.backend.client import ChatClient, ChatResult, TextDelta
 from newt.backend.errors import BackendError, ContextLengthExceededError, ToolsUnsupportedError
+from newt.backend.types import ThinkingDelta
 from newt.chat_settings import ChatSettings
 from newt.memory import CompactingProvider, MemMessage, MemoryProvider, TurnMetrics, Usage
 from newt.recall import RetentionReport
@@ -86,6 +88,9 @@ class ExtraTools(Protocol):
 @dataclass
 class _Progress:
     reply: str = ""
+    thinking: str = ""  # the model's reasoning: stored and shown, never sent back
+    clock: ReplyClock = field(default_factory=ReplyClock)
+    prompt_estimate: int | None = None  # of the first round, for a backend without usage
     tool_events: list[dict[str, Any]] = field(default_factory=list)
     prompt_tokens: int | None = None  # of the first round: the working set + new message
     completion_tokens: int = 0
@@ -100,6 +105,25 @@ class _Progress:
         if self.prompt_tokens is None:
             return None
         return ev.UsageReported(self.prompt_tokens, self.completion_tokens, self.cached_tokens)
+
+    def stats(self, tokens_for: Callable[[str], int]) -> ReplyStats:
+        """The footer's figures: the backend's report, else newt's estimate."""
+        seconds = self.clock.seconds or None
+        if self.prompt_tokens is not None:
+            return ReplyStats(self.prompt_tokens, self.completion_tokens, seconds)
+        completion = tokens_for(self.thinking + self.reply) if self.thinking or self.reply else 0
+        return ReplyStats(self.prompt_estimate, completion, seconds, estimated=True)
+
+    def done(self, turn_id: int, status: str, tokens_for: Callable[[str], int]) -> ev.TurnDone:
+        return ev.TurnDone(
+            turn_id,
+            self.reply,
+            status,
+            self.usage(),
+            self.compactions,
+            thinking=self.thinking.strip(),
+            stats=self.stats(tokens_for),
+        )
 
 
 class TurnRunner:
@@ -132,14 +156,10 @@ class TurnRunner:
                 # e.g. a malformed chunk mid-reply: keep what arrived, like a cancel
                 for compacted in await self._finish(turn_id, "interrupted"):
                     yield compacted
-                yield ev.TurnDone(
-                    turn_id, self.p.reply, "interrupted", self.p.usage(), self.p.compactions
-                )
+                yield self.p.done(turn_id, "interrupted", s.tokens_for)
             else:
                 await s.log.fail(turn_id, exc.message)
-                yield ev.TurnDone(
-                    turn_id, self.p.reply, "failed", self.p.usage(), self.p.compactions
-                )
+                yield self.p.done(turn_id, "failed", s.tokens_for)
             return
         except Exception as exc:  # a bug or a storage failure: report it, keep the words
             message = f"newt hit an unexpected error ({type(exc).__name__}: {exc})"
@@ -151,7 +171,7 @@ class TurnRunner:
             with contextlib.suppress(Exception):
                 await s.log.fail(turn_id, message)
             yield ev.TurnError(message, False, type(exc).__name__)
-            yield ev.TurnDone(turn_id, self.p.reply, "failed", self.p.usage(), self.p.compactions)
+            yield self.p.done(turn_id, "failed", s.tokens_for)
             return
         status = "interrupted" if self.p.interrupted else "complete"
         try:
@@ -166,12 +186,12 @@ class TurnRunner:
                 False,
                 type(exc).__name__,
             )
-            yield ev.TurnDone(turn_id, self.p.reply, "failed", self.p.usage(), self.p.compactions)
+            yield self.p.done(turn_id, "failed", s.tokens_for)
             return
         usage = self.p.usage()
         if usage is not None:
             yield usage
-        yield ev.TurnDone(turn_id, self.p.reply, status, usage, self.p.compactions)
+        yield self.p.done(turn_id, status, s.tokens_for)
 
     async def _finish(self, turn_id: int, status: str) -> list[ev.Compacted]:
         """Persist the turn, then tell the provider, then persist any compaction record."""
@@ -181,7 +201,10 @@ class TurnRunner:
         tokens_in = None
         if p.prompt_tokens is not None:
             tokens_in = max(0, p.prompt_tokens - s.tokens_for(p.evidence))
-        tokens_out = p.completion_tokens if p.prompt_tokens is not None else None
+        # the reasoning never goes back to the model: the memory counts the answer only
+        tokens_out = None
+        if p.prompt_tokens is not None:
+            tokens_out = answer_share(p.completion_tokens, p.reply, p.thinking)
         await _retrying(
             lambda: s.log.complete(
                 turn_id,
@@ -190,6 +213,8 @@ class TurnRunner:
                 tokens_in=tokens_in,
                 tokens_out=tokens_out,
                 tool_events=p.tool_events,
+                thinking=p.thinking.strip(),
+                stats=p.stats(s.tokens_for),
             )
         )
         if p.recallable:  # results from outside newt: searchable like the turn itself
@@ -346,18 +371,29 @@ class TurnRunner:
     ) -> AsyncGenerator[ev.AgentEvent | ChatResult, None]:
         # aclosing: a consumer that stops early must close the HTTP stream at once
         options = self.s.settings.request_options()  # only what the conversation set
-        async with aclosing(self.s.client.stream_chat(wire, tools=tools, **options)) as stream:
-            async for item in stream:
-                if isinstance(item, TextDelta):
-                    self.p.reply += item.text
-                    yield ev.TextDelta(item.text)
-                elif isinstance(item, ChatResult):
-                    yield item
+        p = self.p
+        try:
+            async with aclosing(self.s.client.stream_chat(wire, tools=tools, **options)) as stream:
+                async for item in stream:
+                    if isinstance(item, TextDelta):
+                        p.clock.tick()
+                        p.reply += item.text
+                        yield ev.TextDelta(item.text)
+                    elif isinstance(item, ThinkingDelta):
+                        p.clock.tick()
+                        p.thinking += item.text
+                        yield ev.ThinkingDelta(item.text)
+                    elif isinstance(item, ChatResult):
+                        yield item
+        finally:
+            p.clock.end_round()
 
     async def _exchange(self, messages: list[MemMessage]) -> AsyncGenerator[ev.AgentEvent, None]:
         """Stream one reply, running tool rounds; raises BackendError on failure."""
         s, p = self.s, self.p
         wire: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in messages]
+        if p.prompt_estimate is None:
+            p.prompt_estimate = sum(s.tokens_for(m.content) for m in messages)
         for round_no in range(MAX_TOOL_ROUNDS + 1):
             use_tools = s.capabilities.supports_tools is not False and round_no < MAX_TOOL_ROUNDS
             result: ChatResult | None = None
@@ -421,6 +457,8 @@ class TurnRunner:
                 wire.append({"role": "tool", "tool_call_id": call.id, "content": sent})
             if p.reply and not p.reply.endswith("\n"):
                 p.reply += "\n\n"
+            if p.thinking and not p.thinking.endswith("\n"):
+                p.thinking += "\n\n"
 
     def _result_cap(self) -> int:
         ceiling, _ = self.s.capabilities.ceiling_and_reserve()

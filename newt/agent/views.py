@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from newt.agent.memory_status import MemoryStatus
+from newt.agent.reply_stats import ReplyStats
 from newt.memory.compaction import record_summary
 from newt.recall import EvidenceCapsule, RetentionReport
 from newt.store import StoreError, make_title
@@ -67,6 +68,10 @@ class HistoryEntry:
     created_at: float = 0.0
     summary: str = ""
     """For a compaction record: its summary without the marker boilerplate."""
+    thinking: str = ""
+    """The model's reasoning, shown collapsed above the answer."""
+    stats: ReplyStats | None = None
+    """The reply's footer figures (tokens, speed), where known."""
 
 
 def history_entries(turns: Iterable[StoredTurn]) -> list[HistoryEntry]:
@@ -85,6 +90,8 @@ def history_entries(turns: Iterable[StoredTurn]) -> list[HistoryEntry]:
             used_after=t.used_after,
             created_at=t.created_at,
             summary=record_summary(t.user) if t.kind == "compaction" else "",
+            thinking=t.thinking,
+            stats=ReplyStats.of_turn(t) if t.kind == "turn" else None,
         )
         for t in turns
     ]
@@ -101,6 +108,7 @@ __all__ = [
     "HistoryEntry",
     "MemoryStatus",
     "RecordView",
+    "ReplyStats",
     "RetentionReport",
     "StoreError",
     "compaction_summary",

@@ -29,7 +29,14 @@ from newt.backend.errors import (
 )
 from newt.backend.local_server import LocalLlamaServer
 from newt.backend.probe import ProbeResult, probe_context_window
-from newt.backend.types import ChatResult, ChatUsage, StreamEvent, TextDelta, ToolCall
+from newt.backend.types import (
+    ChatResult,
+    ChatUsage,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+)
 
 __all__ = [
     "AuthenticationError",
@@ -51,6 +58,7 @@ __all__ = [
     "StreamEvent",
     "StreamingUnsupportedError",
     "TextDelta",
+    "ThinkingDelta",
     "ToolCall",
     "ToolsUnsupportedError",
     "UnreachableError",

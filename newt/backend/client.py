@@ -40,7 +40,7 @@ from newt.backend.errors import (
 from newt.backend.response import StreamAccumulator, malformed_chunk, parse_completion
 from newt.backend.retry import backoff_delay
 from newt.backend.sse import SSEEvent, iter_sse
-from newt.backend.types import ChatResult, StreamEvent, TextDelta
+from newt.backend.types import ChatResult, StreamEvent, TextDelta, ThinkingDelta
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class ChatClient:
         temperature: float | None = None,
         top_p: float | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
-        """Yield TextDelta as text arrives, then exactly one ChatResult."""
+        """Yield ThinkingDelta / TextDelta as they arrive, then exactly one ChatResult."""
         body = self._body(messages, tools, max_tokens, temperature, stream=True, top_p=top_p)
         attempt = 0
         while True:
@@ -126,8 +126,8 @@ class ChatClient:
         result = await self.complete(
             messages, tools=tools, max_tokens=max_tokens, temperature=temperature, top_p=top_p
         )
-        if result.text:
-            yield TextDelta(result.text)
+        for delta in _whole_deltas(result):
+            yield delta
         yield result
 
     async def complete(
@@ -160,8 +160,8 @@ class ChatClient:
             if "application/json" in response.headers.get("content-type", ""):
                 # The server ignored stream: true and answered in one body.
                 result = await self._read_completion(response)
-                if result.text:
-                    yield TextDelta(result.text)
+                for delta in _whole_deltas(result):
+                    yield delta
                 yield result
                 return
             acc = StreamAccumulator()
@@ -175,9 +175,8 @@ class ChatClient:
                     if chunk is None:
                         reason = "the connection closed in the middle of a chunk"
                         break
-                    text = acc.feed(chunk)
-                    if text:
-                        yield TextDelta(text)
+                    for delta in acc.feed_deltas(chunk):
+                        yield delta
             except httpx.TimeoutException:
                 if not acc.has_content:
                     raise self._timeout_error() from None
@@ -186,6 +185,8 @@ class ChatClient:
                 if not acc.has_content:
                     raise self._dropped_error(exc) from None
                 reason = f"the connection dropped mid-reply ({type(exc).__name__})"
+            for delta in acc.flush():  # a tag's first characters held back at the end
+                yield delta
             if acc.complete:
                 yield acc.result()
             elif acc.has_content:
@@ -354,6 +355,12 @@ async def _read_limited(response: httpx.Response) -> str:
         if len(data) >= _ERROR_BODY_LIMIT:
             break
     return bytes(data[:_ERROR_BODY_LIMIT]).decode("utf-8", "replace")
+
+
+def _whole_deltas(result: ChatResult) -> list[StreamEvent]:
+    """A reply that arrived in one body, as the deltas a stream would have sent."""
+    deltas: list[StreamEvent] = [ThinkingDelta(result.thinking)] if result.thinking else []
+    return [*deltas, TextDelta(result.text)] if result.text else deltas
 
 
 def _describe(exc: Exception) -> str:

@@ -2,7 +2,9 @@
 
 Pure (no I/O) so the parsing rules are tested without a server:
 
-- text: every ``choices[0].delta.content`` in order;
+- text: every ``choices[0].delta.content`` in order, less a leading
+  ``<think>…</think>`` block, which goes to thinking (newt.backend.thinking);
+- thinking: ``delta.reasoning_content`` (or ``reasoning``) and that block;
 - tool calls: accumulated by ``index``; id and name come from the first delta
   that carries them, argument fragments are concatenated and parsed as JSON
   only at the end (see ``parse_tool_arguments`` for bad JSON);
@@ -18,7 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from newt.backend.errors import MalformedStreamError
-from newt.backend.types import ChatResult, ChatUsage, ToolCall
+from newt.backend.thinking import REASONING_FIELDS, ThinkTagSplitter
+from newt.backend.types import ChatResult, ChatUsage, TextDelta, ThinkingDelta, ToolCall
+
+Delta = TextDelta | ThinkingDelta
 
 
 def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
@@ -60,6 +65,8 @@ class StreamAccumulator:
     """Feed it decoded chunks; ask it for the result when the stream ends."""
 
     text_parts: list[str] = field(default_factory=list)
+    thinking_parts: list[str] = field(default_factory=list)
+    tags: ThinkTagSplitter = field(default_factory=ThinkTagSplitter)
     tool_calls: dict[int, _PendingToolCall] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: ChatUsage | None = None
@@ -70,8 +77,12 @@ class StreamAccumulator:
         return "".join(self.text_parts)
 
     @property
+    def thinking(self) -> str:
+        return "".join(self.thinking_parts)
+
+    @property
     def has_content(self) -> bool:
-        return bool(self.text_parts or self.tool_calls)
+        return bool(self.text_parts or self.thinking_parts or self.tool_calls)
 
     @property
     def complete(self) -> bool:
@@ -79,7 +90,11 @@ class StreamAccumulator:
         return self.done or self.usage is not None
 
     def feed(self, chunk: Any) -> str:
-        """Take one chunk; return the text it added ('' if none)."""
+        """Take one chunk; return the answer text it added ('' if none)."""
+        return "".join(d.text for d in self.feed_deltas(chunk) if isinstance(d, TextDelta))
+
+    def feed_deltas(self, chunk: Any) -> list[Delta]:
+        """Take one chunk; return the thinking and answer pieces it added, in order."""
         if not isinstance(chunk, dict):
             raise self._malformed(f"expected a JSON object, got {type(chunk).__name__}")
         usage = parse_usage(chunk.get("usage"))
@@ -88,7 +103,7 @@ class StreamAccumulator:
         choices = chunk.get("choices") or []
         if not isinstance(choices, list):
             raise self._malformed("'choices' is not a list")
-        added: list[str] = []
+        added: list[Delta] = []
         for choice in choices:
             # newt always asks for one choice; ignore any others a server invents.
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
@@ -96,15 +111,35 @@ class StreamAccumulator:
             delta = choice.get("delta") or {}
             if not isinstance(delta, dict):
                 raise self._malformed("'delta' is not an object")
+            for name in REASONING_FIELDS:
+                reasoning = delta.get(name)
+                if isinstance(reasoning, str) and reasoning:
+                    added.append(ThinkingDelta(reasoning))
+                    break
             content = delta.get("content")
             if isinstance(content, str) and content:
-                added.append(content)
+                added.extend(self._split(*self.tags.feed(content)))
             for part in delta.get("tool_calls") or []:
                 self._feed_tool_call(part)
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
-        self.text_parts.extend(added)
-        return "".join(added)
+        self._keep(added)
+        return added
+
+    def flush(self) -> list[Delta]:
+        """The stream ended: what the tag splitter still held back."""
+        rest = self._split(*self.tags.flush())
+        self._keep(rest)
+        return rest
+
+    @staticmethod
+    def _split(thinking: str, text: str) -> list[Delta]:
+        pieces: list[Delta] = [ThinkingDelta(thinking)] if thinking else []
+        return [*pieces, TextDelta(text)] if text else pieces
+
+    def _keep(self, deltas: list[Delta]) -> None:
+        for d in deltas:
+            (self.text_parts if isinstance(d, TextDelta) else self.thinking_parts).append(d.text)
 
     def _feed_tool_call(self, part: Any) -> None:
         if not isinstance(part, dict):
@@ -130,6 +165,7 @@ class StreamAccumulator:
             pending.arguments.append(json.dumps(arguments))
 
     def result(self, *, interrupted: bool = False, reason: str | None = None) -> ChatResult:
+        self.flush()  # a no-op when the caller already flushed (and yielded) the rest
         calls = []
         for index in sorted(self.tool_calls):
             pending = self.tool_calls[index]
@@ -151,6 +187,7 @@ class StreamAccumulator:
             usage=self.usage,
             interrupted=interrupted,
             interrupt_reason=reason,
+            thinking=self.thinking,
         )
 
     def _malformed(self, what: str) -> MalformedStreamError:
@@ -183,6 +220,9 @@ def parse_completion(data: Any) -> ChatResult:
             for i, call in enumerate(message.get("tool_calls") or [])
         ]
         delta = {"content": message.get("content"), "tool_calls": calls}
+        for name in REASONING_FIELDS:
+            if isinstance(message.get(name), str):
+                delta[name] = message[name]
         finish = choice.get("finish_reason")
         acc.feed({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
     acc.usage = parse_usage(data.get("usage"))

@@ -1,4 +1,4 @@
-"""What the client hands back: text deltas while streaming, then one ChatResult."""
+"""What the client hands back: text and thinking deltas while streaming, then one ChatResult."""
 
 from __future__ import annotations
 
@@ -9,6 +9,15 @@ from typing import Any
 @dataclass(frozen=True)
 class TextDelta:
     """A piece of reply text, yielded as soon as it arrives."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    """A piece of the model's reasoning (``reasoning_content`` or ``<think>`` text).
+
+    Shown apart from the answer, stored with the turn, never sent back."""
 
     text: str
 
@@ -54,6 +63,8 @@ class ChatResult:
     usage: ChatUsage | None = None
     interrupted: bool = False
     interrupt_reason: str | None = None
+    thinking: str = ""
+    """The reasoning that came with the reply, apart from ``text``."""
 
 
-StreamEvent = TextDelta | ChatResult
+StreamEvent = TextDelta | ThinkingDelta | ChatResult

@@ -14,6 +14,7 @@ from newt.store.models import (
     Conversation,
     MemoryRecord,
     ModelCapabilities,
+    ReplyDetails,
     StoredTurn,
 )
 from newt.store.notes import NoteRepo
@@ -62,6 +63,7 @@ __all__ = [
     "NotADatabaseError",
     "NoteRepo",
     "RecordRepo",
+    "ReplyDetails",
     "SettingsRepo",
     "Store",
     "StoreError",

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import aiosqlite
 
 from newt.store.db import Database
-from newt.store.models import Conversation, StoredTurn, TurnStatus
+from newt.store.models import Conversation, ReplyDetails, StoredTurn, TurnStatus
 from newt.store.records import insert_record
 
 TITLE_CHARS = 60
@@ -38,6 +38,11 @@ def _turn(row: aiosqlite.Row) -> StoredTurn:
         tool_events=json.loads(row["tool_events"] or "[]"),
         error=row["error"],
         created_at=row["created_at"],
+        thinking=row["thinking"],
+        prompt_tokens=row["prompt_tokens"],
+        completion_tokens=row["completion_tokens"],
+        reply_seconds=row["reply_seconds"],
+        tokens_estimated=bool(row["tokens_estimated"]),
     )
 
 
@@ -160,14 +165,33 @@ class TurnRepo:
         tokens_in: int | None = None,
         tokens_out: int | None = None,
         tool_events: Sequence[dict[str, object]] = (),
+        details: ReplyDetails | None = None,
     ) -> None:
-        """Finish a pending turn and index it for recall in the same transaction."""
+        """Finish a pending turn and index it for recall in the same transaction.
+
+        Only the user's words and the answer are indexed: the reasoning in
+        `details` is kept for the screen and exports, never recalled."""
         now = time.time()
+        d = details or ReplyDetails()
         async with self.db.transaction() as conn:
             cur = await conn.execute(
                 "UPDATE turns SET assistant = ?, status = ?, tokens_in = ?, tokens_out = ?,"
-                " tool_events = ?, error = NULL WHERE id = ? RETURNING conversation_id, user",
-                (assistant, status, tokens_in, tokens_out, json.dumps(list(tool_events)), turn_id),
+                " tool_events = ?, error = NULL, thinking = ?, prompt_tokens = ?,"
+                " completion_tokens = ?, reply_seconds = ?, tokens_estimated = ?"
+                " WHERE id = ? RETURNING conversation_id, user",
+                (
+                    assistant,
+                    status,
+                    tokens_in,
+                    tokens_out,
+                    json.dumps(list(tool_events)),
+                    d.thinking,
+                    d.prompt_tokens,
+                    d.completion_tokens,
+                    d.reply_seconds,
+                    int(d.tokens_estimated),
+                    turn_id,
+                ),
             )
             row = await cur.fetchone()
             await cur.close()

@@ -185,29 +185,40 @@ class Database:
         row = await cur.fetchone()
         return int(row[0]) if row else 0
 
-    async def migrate(self, target: int = SCHEMA_VERSION) -> None:
-        """Apply every migration above the recorded version, up to `target`.
+    async def _missing(self, target: int) -> list[int]:
+        """Versions up to `target` not recorded as applied. Not just those above
+        the newest: migrations merged out of order (7 landing after 8) leave a
+        gap in a database the later one already migrated."""
+        if await self.schema_version() == 0:
+            return [v for v, _, _ in MIGRATIONS if v <= target]
+        cur = await self.conn.execute("SELECT version FROM schema_migrations")
+        applied = {int(r[0]) for r in await cur.fetchall()}
+        return [v for v, _, _ in MIGRATIONS if v <= target and v not in applied]
 
-        Another newt may be migrating the same file right now. The version is
-        therefore read again inside an exclusive write lock, and only what is
-        still missing then is applied; the read outside the lock only lets an
-        up-to-date database skip taking the lock.
+    async def migrate(self, target: int = SCHEMA_VERSION) -> None:
+        """Apply every migration up to `target` that is not recorded yet.
+
+        Another newt may be migrating the same file right now. What is missing
+        is therefore read again inside an exclusive write lock, and only that
+        is applied; the read outside the lock only lets an up-to-date database
+        skip taking the lock.
         """
         current = await self.schema_version()
         if current > SCHEMA_VERSION:
             raise DatabaseTooNewError(self.path, current, SCHEMA_VERSION)
-        if current >= target:
+        if not await self._missing(target):
             return
         async with self.transaction(exclusive=True) as conn:
             current = await self.schema_version()
             if current > SCHEMA_VERSION:
                 raise DatabaseTooNewError(self.path, current, SCHEMA_VERSION)
+            missing = set(await self._missing(target))
             await conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
             )
             for version, name, fn in MIGRATIONS:
-                if current < version <= target:
+                if version in missing:
                     await fn(conn)
                     await conn.execute(
                         "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",

@@ -189,6 +189,25 @@ async def m006_memory_vectors(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m007_reply_details(conn: aiosqlite.Connection) -> None:
+    # What a reply showed beside its text: the model's reasoning (never sent
+    # back, never indexed) and the token counts of its footer as the backend
+    # reported them for the whole request (tokens_in/tokens_out stay the
+    # memory's figures: without recall capsules, without the reasoning), the
+    # streaming time from first to last token, and whether the counts are
+    # newt's estimate because the backend reported no usage.
+    await run_script(
+        conn,
+        """
+        ALTER TABLE turns ADD COLUMN thinking TEXT NOT NULL DEFAULT '';
+        ALTER TABLE turns ADD COLUMN prompt_tokens INTEGER;
+        ALTER TABLE turns ADD COLUMN completion_tokens INTEGER;
+        ALTER TABLE turns ADD COLUMN reply_seconds REAL;
+        ALTER TABLE turns ADD COLUMN tokens_estimated INTEGER NOT NULL DEFAULT 0;
+        """,
+    )
+
+
 async def m008_conversation_settings(conn: aiosqlite.Connection) -> None:
     # Per-conversation settings (newt/store/settings.py). A table of its own,
     # not columns of `conversations`: a conversation without a row simply
@@ -218,6 +237,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "estimate_glue", m004_estimate_glue),
     (5, "stemmed_index", m005_stemmed_index),
     (6, "memory_vectors", m006_memory_vectors),
+    (7, "reply_details", m007_reply_details),
     (8, "conversation_settings", m008_conversation_settings),
 ]
 

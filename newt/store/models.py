@@ -36,6 +36,26 @@ class StoredTurn:
     tool_events: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     created_at: float = 0.0
+    thinking: str = ""
+    """The model's reasoning: shown and exported, never sent back or indexed."""
+    prompt_tokens: int | None = None
+    """The footer's counts: the whole request as the backend reported it."""
+    completion_tokens: int | None = None
+    reply_seconds: float | None = None
+    """Streaming time from the first token to the last (tool rounds summed)."""
+    tokens_estimated: bool = False
+    """The counts are newt's estimate: the backend sent no usage."""
+
+
+@dataclass
+class ReplyDetails:
+    """What a finished reply carries beside its text (migration 7)."""
+
+    thinking: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reply_seconds: float | None = None
+    tokens_estimated: bool = False
 
 
 @dataclass

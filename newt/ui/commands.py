@@ -49,6 +49,12 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("export", "Write this conversation to a file here", usage="[md|json]"),
     SlashCommand("tools", "MCP servers, their state and tools; switch one", usage="[on|off NAME]"),
     SlashCommand("evidence", "Show or hide the retained-evidence sidebar", key="ctrl+b"),
+    SlashCommand("thinking", "Fold or unfold the model's thinking above replies", key="ctrl+t"),
+    SlashCommand(
+        "copy",
+        "Copy the last reply (N: the Nth from the end; code M: its Mth code block)",
+        usage="[N] [code [M]]",
+    ),
     SlashCommand("quit", "Quit newt", key="ctrl+q"),
 )
 

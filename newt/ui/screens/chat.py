@@ -28,6 +28,7 @@ from newt.agent.events import (
     Notice,
     RetainedEvidence,
     TextDelta,
+    ThinkingDelta,
     ToolCallFinished,
     ToolCallStarted,
     TurnDone,
@@ -70,6 +71,8 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+o", "command('resume')", "Resume"),
         Binding("ctrl+g", "command('memory')", "Memory"),
         Binding("ctrl+b", "command('evidence')", "Evidence"),
+        # not in the footer (it would push Help off it): each thinking block names the key
+        Binding("ctrl+t", "command('thinking')", "Thinking", show=False),
         Binding("f1", "command('help')", "Help"),
         Binding("f2", "command('model')", "Model", show=False),
         Binding("f3", "command('settings')", "Settings", show=False),
@@ -124,6 +127,9 @@ class ChatScreen(Screen[None]):
     def _fit_sidebar(self, width: int) -> None:
         show = self._sidebar_choice if self._sidebar_choice is not None else width >= WIDE
         self.sidebar.display = show
+
+    def toggle_thinking(self) -> None:
+        self.log_view.toggle_thinking()  # the blocks themselves show the change
 
     def toggle_sidebar(self) -> None:
         self._sidebar_choice = not self.sidebar.display
@@ -252,7 +258,12 @@ class ChatScreen(Screen[None]):
                     await self._handle_event(view, event, outcome)
             if outcome.error is not None:
                 outcome.status = "failed"
-            await view.finish(outcome.status, None if outcome.error else outcome.reply)
+            await view.finish(
+                outcome.status,
+                None if outcome.error else outcome.reply,
+                thinking=outcome.thinking,
+                stats=outcome.stats,
+            )
         except asyncio.CancelledError:
             if view is not None:
                 await view.finish("interrupted")
@@ -277,6 +288,8 @@ class ChatScreen(Screen[None]):
     async def _handle_event(self, view: AssistantMessage, event: Any, outcome: Outcome) -> None:
         if isinstance(event, TextDelta):
             await view.write(clean(event.text))
+        elif isinstance(event, ThinkingDelta):
+            view.write_thinking(clean(event.text))
         elif isinstance(event, ToolCallStarted):
             await view.start_tool(ToolCall(event.call_id, event.name, event.arguments))
         elif isinstance(event, ToolCallFinished):
@@ -293,6 +306,7 @@ class ChatScreen(Screen[None]):
             outcome.error = event
         elif isinstance(event, TurnDone):
             outcome.status, outcome.reply = event.status, clean(event.reply)
+            outcome.thinking, outcome.stats = clean(event.thinking), event.stats
             self.refresh_header()  # the first message gave the conversation its title
 
     async def _after_turn(self, text: str, view: AssistantMessage | None, outcome: Outcome) -> None:

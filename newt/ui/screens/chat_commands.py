@@ -15,6 +15,7 @@ from pathlib import Path
 from newt.agent.export import write_export
 from newt.ui.command_host import CommandHost
 from newt.ui.commands import ParsedCommand
+from newt.ui.copying import parse_copy, resolve_copy
 from newt.ui.errors import describe
 from newt.ui.format import tokens
 from newt.ui.screens.help import HelpScreen
@@ -23,6 +24,7 @@ from newt.ui.screens.model_commands import ModelCommands
 from newt.ui.screens.picker import PickerScreen
 from newt.ui.session_api import SessionLike
 from newt.ui.widgets.entries import CompactionEntry, compaction_summary
+from newt.ui.widgets.message_keys import copy_text
 
 # Commands that would change the conversation under a reply that is streaming
 # (the session would also make them wait for its lock; refusing says why).
@@ -69,6 +71,10 @@ class ChatCommands(ModelCommands):
             app.push_screen(MemoryScreen(self.session.memory_status()))
         elif name == "evidence":
             screen.toggle_sidebar()
+        elif name == "thinking":
+            screen.toggle_thinking()
+        elif name == "copy":
+            self.copy(parsed.arg)
         elif name == "quit":
             app.call_later(app.action_quit)
         elif name == "resume" and not parsed.arg:
@@ -78,6 +84,15 @@ class ChatCommands(ModelCommands):
             pass  # /model, /settings and /preset without an argument open their screen
         else:
             self._start(name, parsed.arg)
+
+    def copy(self, arg: str) -> None:
+        """/copy [N] [code [M]] (see newt.ui.copying)."""
+        try:
+            text, what = resolve_copy(self.screen.log_view.entries, parse_copy(arg))
+        except ValueError as exc:
+            self.screen.feedback(str(exc), "warning")
+            return
+        copy_text(self.screen, text, what)
 
     def _picked(self, conv_id: str | None) -> None:
         if conv_id:

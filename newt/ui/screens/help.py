@@ -19,6 +19,9 @@ KEYS = (
     ("up / down", "earlier prompts (when the prompt is empty)"),
     ("escape", "stop the reply in flight (the partial text is kept)"),
     ("ctrl+p", "command palette"),
+    ("shift+tab", "from the prompt: focus the newest message (up/down or k/j move)"),
+    ("c", "on a focused message: copy it to the clipboard"),
+    ("1 … 9", "on a focused message: copy its code block N"),
     ("//text", "send a message that starts with a slash"),
 )
 

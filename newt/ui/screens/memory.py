@@ -46,6 +46,7 @@ def memory_rows(status: Any) -> list[tuple[str, str]]:
         )
     rows += [
         ("turns", f"{status.resident_turns} resident of {status.total_turns}"),
+        ("conversation tokens", conversation_tokens(status)),
         ("compactions", f"{status.compactions} in this conversation"),
         ("notes", f"{status.notes_used:,}/{status.notes_limit:,} characters"),
         (
@@ -68,6 +69,22 @@ def memory_rows(status: Any) -> list[tuple[str, str]]:
             )
         )
     return rows
+
+
+def conversation_tokens(status: Any) -> str:
+    """Prompt and completion tokens summed over the conversation's replies."""
+    replies = getattr(status, "total_replies", 0)
+    if not replies:
+        return "no replies yet"
+    estimated = getattr(status, "total_estimated", 0)
+    text = (
+        f"{tokens(status.total_prompt_tokens)} prompt + "
+        f"{tokens(status.total_completion_tokens)} completion"
+        f" over {replies} repl{'y' if replies == 1 else 'ies'}"
+    )
+    if estimated:
+        text += f" · ~{estimated} estimated (no usage from the backend)"
+    return text
 
 
 class MemoryScreen(ModalScreen[None]):

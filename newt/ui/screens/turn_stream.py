@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from newt.agent.events import AgentEvent, Compacted, TextDelta, TurnError
+from newt.agent.events import AgentEvent, Compacted, TextDelta, ThinkingDelta, TurnError
+from newt.agent.views import ReplyStats
 
 END = object()
 
@@ -23,6 +24,8 @@ class Outcome:
     reply: str | None = None
     error: TurnError | None = None
     compactions: list[Compacted] = field(default_factory=list)
+    thinking: str | None = None
+    stats: ReplyStats | None = None
 
 
 async def pump(events: AsyncIterator[AgentEvent], queue: asyncio.Queue[Any]) -> None:
@@ -41,11 +44,14 @@ async def pump(events: AsyncIterator[AgentEvent], queue: asyncio.Queue[Any]) -> 
 
 
 def coalesce(items: list[Any]) -> list[Any]:
-    """Merge runs of TextDelta into one (rendering per token would lag behind)."""
+    """Merge runs of TextDelta (and of ThinkingDelta) into one (rendering per
+    token would lag behind)."""
     out: list[Any] = []
     for item in items:
         if isinstance(item, TextDelta) and out and isinstance(out[-1], TextDelta):
             out[-1] = TextDelta(out[-1].text + item.text)
+        elif isinstance(item, ThinkingDelta) and out and isinstance(out[-1], ThinkingDelta):
+            out[-1] = ThinkingDelta(out[-1].text + item.text)
         else:
             out.append(item)
     return out

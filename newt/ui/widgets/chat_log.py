@@ -19,6 +19,7 @@ from textual.widgets import Static
 
 from newt.ui.widgets.entries import Entry
 from newt.ui.widgets.messages import widget_for
+from newt.ui.widgets.reply_parts import ThinkingBlock
 
 WINDOW = 80  # widgets kept mounted while following the bottom
 BATCH = 30  # entries mounted per step when the user scrolls to the top
@@ -33,6 +34,8 @@ class ChatLog(VerticalScroll, can_focus=True):
         self._first = 0  # index in `entries` of the first mounted entry
         self._loading_earlier = False
         self._earlier = Static("", classes="earlier")
+        self.thinking_expanded = False
+        """Thinking blocks show unfolded (ctrl+t); blocks mounted later follow."""
 
     def compose(self) -> ComposeResult:
         yield self._earlier
@@ -50,6 +53,13 @@ class ChatLog(VerticalScroll, can_focus=True):
 
         options = self.app.console_options.update(highlight=False)
         await asyncio.to_thread(warm_up, self.app.console, options)
+
+    def toggle_thinking(self) -> bool:
+        """Fold or unfold every thinking block; returns the new state."""
+        self.thinking_expanded = not self.thinking_expanded
+        for block in self.query(ThinkingBlock):
+            block.set_expanded(self.thinking_expanded)
+        return self.thinking_expanded
 
     @property
     def first_mounted(self) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from newt.agent.views import HistoryEntry
+from newt.agent.views import HistoryEntry, ReplyStats
 from newt.agent.views import compaction_summary as record_summary
 from newt.ui.format import clean
 
@@ -43,6 +43,10 @@ class AssistantEntry:
     parts: list[str | ToolCall] = field(default_factory=list)
     """Reply text segments and tool calls, in the order they happened."""
     status: str = "streaming"  # streaming | complete | interrupted | failed
+    thinking: str = ""
+    """The model's reasoning, shown collapsed above the reply."""
+    stats: ReplyStats | None = None
+    """Token counts and speed for the footer, once the reply is done."""
 
     @property
     def text(self) -> str:
@@ -106,12 +110,13 @@ def entries_from_history(turns: Sequence[HistoryEntry]) -> list[Entry]:
         ]
         if turn.assistant:
             parts.append(clean(turn.assistant))
+        thinking, stats = clean(turn.thinking).strip(), turn.stats
         if turn.status == "failed":
             if parts:
-                entries.append(AssistantEntry(parts, "interrupted"))
+                entries.append(AssistantEntry(parts, "interrupted", thinking, stats))
             entries.append(ErrorEntry(turn.error or "This turn failed.", turn.user))
         elif turn.status in ("interrupted", "pending"):
-            entries.append(AssistantEntry(parts, "interrupted"))
+            entries.append(AssistantEntry(parts, "interrupted", thinking, stats))
         else:
-            entries.append(AssistantEntry(parts, "complete"))
+            entries.append(AssistantEntry(parts, "complete", thinking, stats))
     return entries

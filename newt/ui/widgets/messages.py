@@ -9,16 +9,18 @@ Markdown in one widget (`HistoryMarkdown`); both read the same.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Static
 
+from newt.agent.views import ReplyStats
 from newt.ui.format import clean, one_line
 from newt.ui.widgets.entries import (
     AssistantEntry,
@@ -29,6 +31,8 @@ from newt.ui.widgets.entries import (
     ToolCall,
     UserEntry,
 )
+from newt.ui.widgets.message_keys import MESSAGE_BINDINGS, MessageKeys
+from newt.ui.widgets.reply_parts import ThinkingBlock, footer_text
 
 if TYPE_CHECKING:
     from newt.ui.widgets.streaming_markdown import StreamingMarkdown
@@ -36,10 +40,16 @@ if TYPE_CHECKING:
 TOOL_TEXT_LIMIT = 4000  # a huge tool result would cost layout time for no reader benefit
 
 
-class UserMessage(Static):
+class UserMessage(MessageKeys, Static, can_focus=True):
+    BINDINGS: ClassVar[list[BindingType]] = MESSAGE_BINDINGS
+    copy_label = "your message"
+
     def __init__(self, entry: UserEntry) -> None:
         super().__init__(Content(entry.text), classes="message user")
         self.entry = entry
+
+    def copy_source(self) -> str:
+        return self.entry.text
 
 
 class NoticeMessage(Static):
@@ -141,22 +151,33 @@ class HistoryMarkdown(Static):
         self.source = text
 
 
-class AssistantMessage(Vertical):
-    """A reply: Markdown segments interleaved with tool-call blocks."""
+class AssistantMessage(MessageKeys, Vertical, can_focus=True):
+    """A reply: its thinking, Markdown segments interleaved with tool-call
+    blocks, and a footer with its token counts."""
+
+    BINDINGS: ClassVar[list[BindingType]] = MESSAGE_BINDINGS
+    copy_label = "the reply"
 
     def __init__(self, entry: AssistantEntry) -> None:
         super().__init__(classes="message assistant")
         self.entry = entry
         self._stream: StreamingMarkdown | None = None
         self._status = Static("", classes="status")
+        self._footer = Static("", classes="reply-footer", markup=False)
+        self.thinking = ThinkingBlock(entry.thinking, live=entry.status == "streaming")
+
+    def copy_source(self) -> str:
+        return self.entry.text
 
     def compose(self) -> ComposeResult:
+        yield self.thinking
         for part in self.entry.parts:
             if isinstance(part, str):
                 yield HistoryMarkdown(part)
             else:
                 yield ToolCallBlock(part)
         yield self._status
+        yield self._footer
         self._show_status()
 
     def _show_status(self) -> None:
@@ -165,6 +186,16 @@ class AssistantMessage(Vertical):
         self._status.display = self.entry.status != "complete"
         for status in ("streaming", "interrupted", "failed"):
             self.set_class(self.entry.status == status, f"-{status}")
+        stats = self.entry.stats
+        self._footer.display = stats is not None and self.entry.status != "streaming"
+        if stats is not None:
+            self._footer.update(footer_text(stats))
+
+    def write_thinking(self, text: str) -> None:
+        """Append streamed reasoning to the thinking block."""
+        if text:
+            self.entry.thinking += text
+            self.thinking.append(text)
 
     async def write(self, text: str) -> None:
         """Append streamed text to the current Markdown segment."""
@@ -199,9 +230,20 @@ class AssistantMessage(Vertical):
                 block.refresh_call()
                 return
 
-    async def finish(self, status: str, reply: str | None = None) -> None:
-        """End the stream; `reply` (the session's final text) wins if it differs."""
+    async def finish(
+        self,
+        status: str,
+        reply: str | None = None,
+        *,
+        thinking: str | None = None,
+        stats: ReplyStats | None = None,
+    ) -> None:
+        """End the stream; `reply` and `thinking` (the session's final text) win."""
         await self._close_segment()
+        if thinking is not None:
+            self.entry.thinking = thinking
+        self.entry.stats = stats or self.entry.stats
+        self.thinking.finish(self.entry.thinking)
         if reply is not None and reply != self.entry.text:
             # The session's final reply is the truth (e.g. after a retry):
             # show it as one segment after any tool calls.

@@ -1,0 +1,90 @@
+"""The parts of a reply around its text: the thinking block and the footer.
+
+The thinking block sits above the answer, dimmed and folded to one line
+(`▸ thinking · N lines`, with the newest line while it streams); ctrl+t
+unfolds every block in the log, a click unfolds one. The footer under a
+finished reply shows the backend's token counts and the speed; counts newt
+had to estimate carry `~`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import events
+from textual.content import Content
+from textual.widgets import Static
+
+from newt.ui.format import one_line, tokens
+
+PREVIEW_WIDTH = 72
+
+
+class ThinkingBlock(Static):
+    """The model's reasoning, folded or unfolded."""
+
+    def __init__(self, text: str = "", *, expanded: bool = False, live: bool = False) -> None:
+        super().__init__("", classes="thinking", markup=False)
+        self.text = text
+        self.expanded = expanded
+        self.live = live
+
+    def on_mount(self) -> None:
+        # the log says whether blocks show unfolded (ctrl+t); rebuilt ones follow it
+        for node in self.ancestors:
+            if isinstance(getattr(node, "thinking_expanded", None), bool):
+                self.expanded = node.thinking_expanded  # type: ignore[attr-defined]
+                break
+        self._show()
+
+    def append(self, text: str) -> None:
+        self.text += text
+        self._show()
+
+    def finish(self, text: str | None = None) -> None:
+        if text is not None:
+            self.text = text
+        self.live = False
+        self._show()
+
+    def set_expanded(self, expanded: bool) -> None:
+        if expanded != self.expanded:
+            self.expanded = expanded
+            self._show()
+
+    def on_click(self, event: events.Click) -> None:
+        event.stop()
+        self.set_expanded(not self.expanded)
+
+    def _show(self) -> None:
+        body = self.text.strip()
+        self.display = bool(body)
+        if not body:
+            return
+        count = body.count("\n") + 1
+        label = "thinking…" if self.live else "thinking"
+        head = f"{label} · {count} line{'s' if count != 1 else ''}"
+        if self.expanded:
+            self.update(Content.assemble((f"▾ {head}", "bold"), " · ctrl+t folds\n", body))
+            return
+        parts: list[Any] = [(f"▸ {head}", "bold"), " · ctrl+t unfolds"]
+        if self.live:  # what it is thinking about right now
+            last = body.rsplit("\n", 1)[-1]
+            parts.append(f" · {one_line(last, PREVIEW_WIDTH)}")
+        self.update(Content.assemble(*parts))
+
+
+def footer_text(stats: Any) -> str:
+    """`1,234 prompt · 56 completion tokens · 23.4 tok/s`; `~` marks newt's estimates."""
+    mark = "~" if stats.estimated else ""
+    parts = []
+    if stats.prompt_tokens is not None:
+        parts.append(f"{mark}{tokens(stats.prompt_tokens)} prompt")
+    if stats.completion_tokens is not None:
+        parts.append(f"{mark}{tokens(stats.completion_tokens)} completion tokens")
+    speed = stats.tokens_per_second
+    if speed is not None:
+        parts.append(f"{speed:.1f} tok/s")
+    if stats.estimated:
+        parts.append("estimated: the backend reported no usage")
+    return " · ".join(parts)
