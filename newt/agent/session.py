@@ -79,6 +79,7 @@ class ChatSession(McpControls, SettingsControls):
         )
         self._owns_store = False
         self._init_settings()  # this conversation's system prompt and parameters
+        self._probing: asyncio.Task[None] | None = None
         self.mcp = McpTools(config.mcp)
         """Tools of the configured MCP servers (newt/mcp); started by the first turn."""
 
@@ -86,10 +87,19 @@ class ChatSession(McpControls, SettingsControls):
 
     @classmethod
     async def open(
-        cls, config: Config, store: Store | None = None, *, probe: bool = True
+        cls,
+        config: Config,
+        store: Store | None = None,
+        *,
+        probe: bool = True,
+        background_probe: bool = False,
     ) -> ChatSession:
         """Open a session; without `store` it opens (and on close closes) the
-        database named by the config."""
+        database named by the config.
+
+        `background_probe`: return as soon as the store is open, with the
+        budget from the capability cache, and probe the backend meanwhile (the
+        TUI shows its prompt at once); the first turn waits for the probe."""
         require_backend(config)
         owns = store is None
         if store is None:
@@ -99,7 +109,9 @@ class ChatSession(McpControls, SettingsControls):
         session._owns_store = owns
         try:
             session.notes = await NoteBook.load(store.notes)
-            await session._refresh_capabilities(probe=probe)
+            await session._refresh_capabilities(probe=probe and not background_probe)
+            if probe and background_probe:
+                session._probing = asyncio.create_task(session._probe_in_background())
             session.recall_parts.start()
         except BaseException:
             await client.aclose()
@@ -116,6 +128,27 @@ class ChatSession(McpControls, SettingsControls):
             seed = getattr(self.provider, "set_chars_per_token", None)
             if seed is not None:
                 seed(cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens)
+
+    async def _probe_in_background(self) -> None:
+        """The capability probe, after open: a new budget replaces the provider
+        (the conversation, if one is loaded by now, is restored into it)."""
+        try:
+            await self.capabilities.probe()
+            async with self.lock:
+                budget = self.budget
+                await self.capabilities.refresh(probe=False)
+                if self.budget == budget:
+                    return  # the cache already knew: the provider stays
+                await self._refresh_capabilities(probe=False)
+                if self.conversation is not None:
+                    await self._load(self.conversation)
+        except Exception:  # a probe is advice: the cached or default budget stands
+            log.warning("capability probe failed", exc_info=True)
+
+    async def probed(self) -> None:
+        """Wait for a background probe still in flight (see `open`)."""
+        if self._probing is not None:
+            await asyncio.shield(self._probing)
 
     def _make_provider(self) -> MemoryProvider:
         return session_provider(self.config, self.budget, self.notes, self._summarize)
@@ -138,6 +171,10 @@ class ChatSession(McpControls, SettingsControls):
         store is closed whatever happens before (also when the caller's timeout
         cancels us): an open connection's thread would keep the process alive."""
         try:
+            if self._probing is not None:
+                self._probing.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._probing
             await self.summaries.cancel()
             with contextlib.suppress(Exception):
                 await self.provider.on_session_end([])
@@ -221,6 +258,7 @@ class ChatSession(McpControls, SettingsControls):
         model = model.strip()
         if not model:
             raise SessionError("give a model name: /model NAME")
+        await self.probed()  # the old model's probe must not land after the switch
         async with self.lock:
             self.model = self.config.backend.model = model
             await self.client.aclose()
@@ -316,6 +354,7 @@ class ChatSession(McpControls, SettingsControls):
         """Run one user turn (see newt.agent.turn). Cancelling keeps the partial reply."""
         if not text.strip():
             raise SessionError("the message is empty")
+        await self.probed()  # the turn is budgeted for what the backend said
         async with self.lock:
             waited: list[int | None] = []
             async with self._writer(waited.append):

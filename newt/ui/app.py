@@ -39,7 +39,7 @@ CLOSE_TIMEOUT = 5.0
 async def _open_session(config: Config, on_status: Callable[[str], None]) -> SessionLike:
     from newt.agent.session import ChatSession
 
-    session: SessionLike = await ChatSession.open(config)
+    session: SessionLike = await ChatSession.open(config, background_probe=True)
     return session
 
 
