@@ -19,14 +19,13 @@ import pytest
 from rich.console import Console
 from rich.style import Style
 from textual import events
-from textual.strip import Strip
 
 from newt.config import load_config
 from newt.ui.app import NewtApp
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.markdown_blocks import Block, MarkdownBlocks, split_all
 from newt.ui.widgets.messages import AssistantMessage
-from newt.ui.widgets.streaming_markdown import StreamingMarkdown, render_blocks
+from newt.ui.widgets.streaming_markdown import Line, StreamingMarkdown, render_blocks, strip_of
 from tests.fake_openai import FakeOpenAI, Reply  # fixture via conftest
 from tests.test_ui_chat import chat_ready, type_and_send, wait_idle
 
@@ -39,12 +38,12 @@ def _console() -> Console:
     return Console(width=WIDTH, file=io.StringIO(), color_system="truecolor", force_terminal=True)
 
 
-def _picture(lines: list[Strip]) -> list[list[tuple[str, Style | None]]]:
+def _picture(lines: list[Line]) -> list[list[tuple[str, Style | None]]]:
     """Text and style of every cell run, whatever the segment boundaries."""
     picture = []
     for line in lines:
         runs: list[tuple[str, Style | None]] = []
-        for segment in line:
+        for segment in strip_of(line):
             if runs and runs[-1][1] == segment.style:
                 runs[-1] = (runs[-1][0] + segment.text, segment.style)
             elif segment.text:
@@ -53,7 +52,7 @@ def _picture(lines: list[Strip]) -> list[list[tuple[str, Style | None]]]:
     return picture
 
 
-def _one_shot(text: str, console: Console, width: int = WIDTH) -> list[Strip]:
+def _one_shot(text: str, console: Console, width: int = WIDTH) -> list[Line]:
     """Rich's render of the whole text at once (a Block without tokens is parsed whole)."""
     return render_blocks([Block(text, False)], width, Style(), console, console.options)
 
@@ -123,11 +122,11 @@ def _app(server: FakeOpenAI) -> NewtApp:
     return NewtApp(config)
 
 
-def _reply_lines(stream: StreamingMarkdown) -> list[Strip]:
+def _reply_lines(stream: StreamingMarkdown) -> list[Line]:
     return [line for chunk in stream.chunks for line in chunk.lines]
 
 
-def _expected(app: Any, stream: StreamingMarkdown, text: str) -> list[Strip]:
+def _expected(app: Any, stream: StreamingMarkdown, text: str) -> list[Line]:
     chunk = stream.chunks[-1]
     width = chunk.content_size.width
     options = app.console_options.update(highlight=False)

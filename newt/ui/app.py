@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import inspect
 import os
 from collections.abc import Awaitable, Callable
@@ -34,6 +35,9 @@ OpenSession = Callable[[Config, Callable[[str], None]], Awaitable[SessionLike]]
 Discover = Callable[[], Any]  # () -> (base_url, model) | None, possibly awaitable
 
 CLOSE_TIMEOUT = 5.0
+# Seconds after the chat screen shows (and the Markdown warm-up, see ChatLog)
+# before the startup heap is frozen out of garbage collection.
+FREEZE_HEAP_AFTER = 2.5
 
 
 async def _open_session(config: Config, on_status: Callable[[str], None]) -> SessionLike:
@@ -64,6 +68,7 @@ class NewtApp(App[None]):
         preset: str | None = None,
         open_session: OpenSession = _open_session,
         discover: Discover = _discover,
+        freeze_startup_heap: bool = False,
     ) -> None:
         super().__init__()
         self.config = config
@@ -76,6 +81,7 @@ class NewtApp(App[None]):
         self._discover = discover
         self._closed = False
         self._local_server: Any = None  # a llama-server started by the first-run choice
+        self._freeze_startup_heap = freeze_startup_heap
 
     def on_mount(self) -> None:
         theme = self.config.ui.theme
@@ -135,6 +141,8 @@ class NewtApp(App[None]):
                     return
         await self._open_requested_conversation(self.session)
         await self.switch_screen(ChatScreen(self.session))
+        if self._freeze_startup_heap:
+            self.set_timer(FREEZE_HEAP_AFTER, freeze_startup_heap)
 
     async def _find_backend(self) -> bool:
         """No backend configured: try local servers, else the setup screen."""
@@ -228,6 +236,20 @@ class NewtApp(App[None]):
             self._local_server.stop()
 
 
+def freeze_startup_heap() -> None:
+    """Leave what startup built (modules, classes, styles, ~90,000 objects) out
+    of every later garbage collection.
+
+    A full collection walks every tracked object; with the startup heap in it,
+    each took 80-120 ms on this project's machine in the middle of a stream,
+    and a key typed then waited for it. Frozen objects are still freed by
+    reference counting; only the process's own `newt` does this (tests run
+    many apps in one process and must not keep each one's garbage).
+    """
+    gc.collect(1)  # the young garbage of startup goes first
+    gc.freeze()
+
+
 def run_tui(
     config: Config,
     *,
@@ -236,7 +258,13 @@ def run_tui(
     preset: str | None = None,
 ) -> int:
     """Run the TUI; returns the process exit code."""
-    app = NewtApp(config, resume=resume, continue_latest=continue_latest, preset=preset)
+    app = NewtApp(
+        config,
+        resume=resume,
+        continue_latest=continue_latest,
+        preset=preset,
+        freeze_startup_heap=True,
+    )
 
     async def main() -> None:
         try:
