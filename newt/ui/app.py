@@ -35,9 +35,6 @@ OpenSession = Callable[[Config, Callable[[str], None]], Awaitable[SessionLike]]
 Discover = Callable[[], Any]  # () -> (base_url, model) | None, possibly awaitable
 
 CLOSE_TIMEOUT = 5.0
-# Seconds after the chat screen shows (and the Markdown warm-up, see ChatLog)
-# before the startup heap is frozen out of garbage collection.
-FREEZE_HEAP_AFTER = 2.5
 
 
 async def _open_session(config: Config, on_status: Callable[[str], None]) -> SessionLike:
@@ -141,8 +138,7 @@ class NewtApp(App[None]):
                     return
         await self._open_requested_conversation(self.session)
         await self.switch_screen(ChatScreen(self.session))
-        if self._freeze_startup_heap:
-            self.set_timer(FREEZE_HEAP_AFTER, freeze_startup_heap)
+        self.call_after_refresh(self.startup_settled)  # the chat screen is painted
 
     async def _find_backend(self) -> bool:
         """No backend configured: try local servers, else the setup screen."""
@@ -206,6 +202,12 @@ class NewtApp(App[None]):
             self.notify(
                 describe(exc), title="Could not resume", severity="error", timeout=8, markup=False
             )
+
+    def startup_settled(self) -> None:
+        """Called once the chat screen is painted and again after the Markdown
+        warm-up (ChatLog): what exists now lives as long as the app."""
+        if self._freeze_startup_heap:
+            freeze_startup_heap()
 
     # -- shutdown -----------------------------------------------------------------
 

@@ -59,6 +59,9 @@ class ChatLog(VerticalScroll, can_focus=True):
 
         options = self.app.console_options.update(highlight=False)
         await asyncio.to_thread(warm_up, self.app.console, options)
+        settled = getattr(self.app, "startup_settled", None)
+        if callable(settled):
+            settled()  # e.g. NewtApp freezes the startup heap out of GC now
 
     @property
     def first_mounted(self) -> int:

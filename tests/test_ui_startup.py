@@ -1,4 +1,5 @@
-"""Issue 14: the prompt is usable before the capability probe answers.
+"""Issue 14: startup. The prompt is usable before the capability probe answers,
+and the real newt freezes its startup heap out of garbage collection.
 
 The fake server holds `/props` (llama-server's context size) until the test
 lets it go; the TUI must show the chat screen and take typing meanwhile, and a
@@ -8,6 +9,7 @@ message sent meanwhile waits for the probe inside the session.
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from pathlib import Path
 
@@ -92,3 +94,26 @@ async def test_a_probe_that_changes_the_budget_keeps_the_resumed_conversation(
             assert session.memory_status().resident_turns == 3
     finally:
         gate.set()
+
+
+@pytest.mark.usefixtures("home")
+async def test_the_real_newt_freezes_its_startup_heap(fake_openai: FakeOpenAI) -> None:
+    assert gc.get_freeze_count() == 0
+    try:
+        app = NewtApp(config_for(fake_openai), discover=no_local_server, freeze_startup_heap=True)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await chat_ready(pilot)
+            await wait_until(lambda: gc.get_freeze_count() > 0, "the heap frozen", timeout=10)
+    finally:
+        gc.unfreeze()
+
+
+@pytest.mark.usefixtures("home")
+async def test_apps_in_tests_leave_the_heap_alone(fake_openai: FakeOpenAI) -> None:
+    """Only `run_tui` freezes: a process running many apps must keep collecting."""
+    app = NewtApp(config_for(fake_openai), discover=no_local_server)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await chat_ready(pilot)
+        await pilot.pause(1.5)  # past the Markdown warm-up, when the real newt freezes
+        assert screen.log_view is not None
+    assert gc.get_freeze_count() == 0
