@@ -80,6 +80,7 @@ class ChatSession(McpControls, SettingsControls):
         self._owns_store = False
         self._init_settings()  # this conversation's system prompt and parameters
         self._probing: asyncio.Task[None] | None = None
+        self._background_pending = False, False  # (probe, embedding catch-up) not started
         self.mcp = McpTools(config.mcp)
         """Tools of the configured MCP servers (newt/mcp); started by the first turn."""
 
@@ -98,8 +99,9 @@ class ChatSession(McpControls, SettingsControls):
         database named by the config.
 
         `background_probe`: return as soon as the store is open, with the
-        budget from the capability cache, and probe the backend meanwhile (the
-        TUI shows its prompt at once); the first turn waits for the probe."""
+        budget from the capability cache; the probe (and the embedding queue's
+        catch-up) start with `start_background_work()`, which the TUI calls once
+        its prompt is painted, or with the first turn, which waits for the probe."""
         require_backend(config)
         owns = store is None
         if store is None:
@@ -110,9 +112,10 @@ class ChatSession(McpControls, SettingsControls):
         try:
             session.notes = await NoteBook.load(store.notes)
             await session._refresh_capabilities(probe=probe and not background_probe)
-            if probe and background_probe:
-                session._probing = asyncio.create_task(session._probe_in_background())
-            session.recall_parts.start()
+            if background_probe:
+                session._background_pending = probe, True
+            else:
+                session.recall_parts.start()
         except BaseException:
             await client.aclose()
             if owns:
@@ -145,8 +148,19 @@ class ChatSession(McpControls, SettingsControls):
         except Exception:  # a probe is advice: the cached or default budget stands
             log.warning("capability probe failed", exc_info=True)
 
+    def start_background_work(self) -> None:
+        """Start what `open(background_probe=True)` left for later: the probe
+        and the embedding queue's catch-up. Idempotent."""
+        probe, embeddings = self._background_pending
+        self._background_pending = False, False
+        if probe:
+            self._probing = asyncio.create_task(self._probe_in_background())
+        if embeddings:
+            self.recall_parts.start()
+
     async def probed(self) -> None:
         """Wait for a background probe still in flight (see `open`)."""
+        self.start_background_work()
         if self._probing is not None:
             await asyncio.shield(self._probing)
 

@@ -205,7 +205,11 @@ class NewtApp(App[None]):
 
     def startup_settled(self) -> None:
         """Called once the chat screen is painted and again after the Markdown
-        warm-up (ChatLog): what exists now lives as long as the app."""
+        warm-up (ChatLog): the session's background work (the capability probe)
+        may start, and what exists now lives as long as the app."""
+        start = getattr(self.session, "start_background_work", None)
+        if callable(start):
+            start()
         if self._freeze_startup_heap:
             freeze_startup_heap()
 
