@@ -253,6 +253,8 @@ class FakeOpenAI:
         self.ollama_tags: list[dict[str, Any]] | None = None  # served at /api/tags when set
         # (method, path) -> (status, JSON body): extra routes, e.g. Ollama's /api/show.
         self.routes: dict[tuple[str, str], tuple[int, Any]] = {}
+        # Set to an Event to hold /props (the capability probe) until it is set.
+        self.props_gate: threading.Event | None = None
         self.requests: list[RecordedRequest] = []
         self.disconnects = 0  # streams the client closed before we finished
         self._queue: deque[Reply | ErrorReply] = deque()
@@ -399,6 +401,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/health":
             self._send_json(200, {"status": "ok"})
         elif path == "/props" and fake.n_ctx is not None:
+            while fake.props_gate is not None and not fake.props_gate.wait(0.02):
+                if fake._stopping.is_set():
+                    return
             props = {"default_generation_settings": {"n_ctx": fake.n_ctx}, "total_slots": 1}
             self._send_json(200, props)
         elif path in ("/v1/models", "/models"):

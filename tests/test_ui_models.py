@@ -71,6 +71,7 @@ async def test_model_picker_filters_and_switches(
     app = NewtApp(config_for(fake_openai))
     async with app.run_test(size=(110, 34)) as pilot:
         screen = await chat_ready(pilot)
+        await app.session.probed()  # type: ignore[union-attr]  # the probe runs after the first paint
         assert app.session.memory_status().context_tokens == 4096  # type: ignore[union-attr]
         await type_and_send(pilot, "/model")
         picker = await picker_ready(pilot)

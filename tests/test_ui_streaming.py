@@ -11,6 +11,7 @@ reach the prompt mid-stream, and a resize renders the reply again correctly.
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 from pathlib import Path
 from typing import Any
@@ -19,14 +20,16 @@ import pytest
 from rich.console import Console
 from rich.style import Style
 from textual import events
-from textual.strip import Strip
+from textual.app import App
+from textual.containers import VerticalScroll
 
 from newt.config import load_config
 from newt.ui.app import NewtApp
+from newt.ui.widgets import streaming_markdown
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.markdown_blocks import Block, MarkdownBlocks, split_all
 from newt.ui.widgets.messages import AssistantMessage
-from newt.ui.widgets.streaming_markdown import StreamingMarkdown, render_blocks
+from newt.ui.widgets.streaming_markdown import Line, StreamingMarkdown, render_blocks, strip_of
 from tests.fake_openai import FakeOpenAI, Reply  # fixture via conftest
 from tests.test_ui_chat import chat_ready, type_and_send, wait_idle
 
@@ -39,12 +42,12 @@ def _console() -> Console:
     return Console(width=WIDTH, file=io.StringIO(), color_system="truecolor", force_terminal=True)
 
 
-def _picture(lines: list[Strip]) -> list[list[tuple[str, Style | None]]]:
+def _picture(lines: list[Line]) -> list[list[tuple[str, Style | None]]]:
     """Text and style of every cell run, whatever the segment boundaries."""
     picture = []
     for line in lines:
         runs: list[tuple[str, Style | None]] = []
-        for segment in line:
+        for segment in strip_of(line):
             if runs and runs[-1][1] == segment.style:
                 runs[-1] = (runs[-1][0] + segment.text, segment.style)
             elif segment.text:
@@ -53,7 +56,7 @@ def _picture(lines: list[Strip]) -> list[list[tuple[str, Style | None]]]:
     return picture
 
 
-def _one_shot(text: str, console: Console, width: int = WIDTH) -> list[Strip]:
+def _one_shot(text: str, console: Console, width: int = WIDTH) -> list[Line]:
     """Rich's render of the whole text at once (a Block without tokens is parsed whole)."""
     return render_blocks([Block(text, False)], width, Style(), console, console.options)
 
@@ -123,11 +126,11 @@ def _app(server: FakeOpenAI) -> NewtApp:
     return NewtApp(config)
 
 
-def _reply_lines(stream: StreamingMarkdown) -> list[Strip]:
+def _reply_lines(stream: StreamingMarkdown) -> list[Line]:
     return [line for chunk in stream.chunks for line in chunk.lines]
 
 
-def _expected(app: Any, stream: StreamingMarkdown, text: str) -> list[Strip]:
+def _expected(app: Any, stream: StreamingMarkdown, text: str) -> list[Line]:
     chunk = stream.chunks[-1]
     width = chunk.content_size.width
     options = app.console_options.update(highlight=False)
@@ -254,3 +257,81 @@ async def test_resize_renders_the_reply_again_at_the_new_width(
             "the reply rendered at the new width",
         )
         assert _picture(_reply_lines(stream)) != before
+
+
+async def test_kept_lines_cost_the_garbage_collector_nothing(
+    home: Path, fake_openai: FakeOpenAI
+) -> None:
+    """A reply's lines are packed tuples the GC untracks, and its blocks keep no parse:
+    a full collection does not walk a long reply (it did: ~50,000 objects per 8,000 tokens)."""
+    fake_openai.script(Reply(text=FIXTURE * 3, chunk_size=CHUNK * 8))
+    app = _app(fake_openai)
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "a long answer")
+        await wait_idle(pilot, screen)
+        stream = screen.query_one(StreamingMarkdown)
+        await _until(lambda: all(c.lines or not c.blocks for c in stream.chunks), "all rendered")
+        gc.collect()
+        lines = _reply_lines(stream)
+        assert len(lines) > 100
+        assert not any(gc.is_tracked(line) for line in lines)
+        blocks = [b for c in stream.chunks for b in c.blocks]
+        assert blocks and all(b.tokens == () for b in blocks)
+        assert _picture(lines) == _picture(_expected(app, stream, FIXTURE * 3))
+
+
+class _OneReply(App[None]):
+    """Just a streaming segment in a scrolling view, as in a reply (the scrollbar's
+    column kept, as the chat log keeps it, so the width never changes)."""
+
+    CSS = "VerticalScroll { scrollbar-gutter: stable; }"
+
+    def compose(self) -> Any:
+        with VerticalScroll():
+            yield StreamingMarkdown()
+
+
+async def _characters_rendered_by_the_end(text: str, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Characters of Markdown rendered by `finish()` once everything before is on screen."""
+    rendered: list[int] = []
+    original = streaming_markdown.render_block
+
+    def counting(block: Block, *args: Any) -> Any:
+        rendered.append(len(block.source))
+        return original(block, *args)
+
+    app = _OneReply()
+    async with app.run_test(size=(100, 40)):
+        stream = app.query_one(StreamingMarkdown)
+        for start in range(0, len(text), 200):
+            stream.write(text[start : start + 200])
+            # one write per pass, so no pass ever holds a burst's blocks back
+            await _until(lambda: not stream._pending, "the pass took the text")
+        await _until(
+            lambda: (
+                not stream._pending
+                and bool(stream.live.blocks)
+                and stream.live.blocks[-1].source.endswith(text[-20:])
+            ),
+            "every pass done: the open tail on screen",
+        )
+        monkeypatch.setattr(streaming_markdown, "render_block", counting)
+        await stream.finish()
+        await asyncio.sleep(0.3)  # anything the end set off
+        monkeypatch.undo()
+    return sum(rendered)
+
+
+async def test_the_end_of_a_stream_costs_the_same_for_any_length(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Work counted, not time: the end renders the last block, whatever came before."""
+    last = "The last paragraph, cut by the end of the stream"
+    short_text, long_text = FIXTURE + "\n\n" + last, FIXTURE * 6 + "\n\n" + last
+    short = await _characters_rendered_by_the_end(short_text, monkeypatch)
+    long = await _characters_rendered_by_the_end(long_text, monkeypatch)
+    # The open tail when the stream ends: the fixture's last line (kept open
+    # until a complete line starts the next block) and the unfinished paragraph.
+    tail = FIXTURE.splitlines(keepends=True)[-1] + last
+    assert short == long == len(tail)

@@ -35,14 +35,19 @@ class CapabilityTracker:
     async def refresh(self, *, probe: bool) -> None:
         """Probe the backend (optionally) and re-resolve budget, tools and ceiling."""
         if probe:
-            found = await probe_context_window(self.base_url, self.model, self.config.api_key)
-            if found.context_window:
-                await caps.record_probe(self.repo, self.base_url, self.model, found.context_window)
+            await self.probe()
         cap = await self.repo.get(self.base_url, self.model)
         self.cached = cap
         self.budget = caps.resolve_budget(self.config.memory.context_tokens, cap)
         self.supports_tools = cap.supports_tools if cap else None
         self.live_ceiling = self._ceiling_from(cap)
+
+    async def probe(self) -> None:
+        """Ask the backend for its context window and record it in the cache
+        (`refresh` then resolves the budget from it)."""
+        found = await probe_context_window(self.base_url, self.model, self.config.api_key)
+        if found.context_window:
+            await caps.record_probe(self.repo, self.base_url, self.model, found.context_window)
 
     def _ceiling_from(self, cap: ModelCapabilities | None) -> int | None:
         if cap is None:

@@ -6,6 +6,8 @@ import asyncio
 
 import httpx
 
+from newt.backend.http import async_client
+
 # (name, port) in the order we prefer them
 LOCAL_SERVERS: list[tuple[str, int]] = [
     ("llama-server", 8080),
@@ -27,7 +29,7 @@ async def find_local_backend(
 ) -> tuple[str, str] | None:
     """(base_url, model) of the first local server that lists a model, else None."""
     candidates = servers or LOCAL_SERVERS
-    async with httpx.AsyncClient(timeout=timeout_s) as client:
+    async with async_client(timeout=timeout_s) as client:
 
         async def check(port: int) -> tuple[str, str] | None:
             base_url = f"http://{host}:{port}/v1"

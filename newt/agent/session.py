@@ -79,6 +79,8 @@ class ChatSession(McpControls, SettingsControls):
         )
         self._owns_store = False
         self._init_settings()  # this conversation's system prompt and parameters
+        self._probing: asyncio.Task[None] | None = None
+        self._background_pending = False, False  # (probe, embedding catch-up) not started
         self.mcp = McpTools(config.mcp)
         """Tools of the configured MCP servers (newt/mcp); started by the first turn."""
 
@@ -86,10 +88,20 @@ class ChatSession(McpControls, SettingsControls):
 
     @classmethod
     async def open(
-        cls, config: Config, store: Store | None = None, *, probe: bool = True
+        cls,
+        config: Config,
+        store: Store | None = None,
+        *,
+        probe: bool = True,
+        background_probe: bool = False,
     ) -> ChatSession:
         """Open a session; without `store` it opens (and on close closes) the
-        database named by the config."""
+        database named by the config.
+
+        `background_probe`: return as soon as the store is open, with the
+        budget from the capability cache; the probe (and the embedding queue's
+        catch-up) start with `start_background_work()`, which the TUI calls once
+        its prompt is painted, or with the first turn, which waits for the probe."""
         require_backend(config)
         owns = store is None
         if store is None:
@@ -99,8 +111,11 @@ class ChatSession(McpControls, SettingsControls):
         session._owns_store = owns
         try:
             session.notes = await NoteBook.load(store.notes)
-            await session._refresh_capabilities(probe=probe)
-            session.recall_parts.start()
+            await session._refresh_capabilities(probe=probe and not background_probe)
+            if background_probe:
+                session._background_pending = probe, True
+            else:
+                session.recall_parts.start()
         except BaseException:
             await client.aclose()
             if owns:
@@ -116,6 +131,38 @@ class ChatSession(McpControls, SettingsControls):
             seed = getattr(self.provider, "set_chars_per_token", None)
             if seed is not None:
                 seed(cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens)
+
+    async def _probe_in_background(self) -> None:
+        """The capability probe, after open: a new budget replaces the provider
+        (the conversation, if one is loaded by now, is restored into it)."""
+        try:
+            await self.capabilities.probe()
+            async with self.lock:
+                budget = self.budget
+                await self.capabilities.refresh(probe=False)
+                if self.budget == budget:
+                    return  # the cache already knew: the provider stays
+                await self._refresh_capabilities(probe=False)
+                if self.conversation is not None:
+                    await self._load(self.conversation)
+        except Exception:  # a probe is advice: the cached or default budget stands
+            log.warning("capability probe failed", exc_info=True)
+
+    def start_background_work(self) -> None:
+        """Start what `open(background_probe=True)` left for later: the probe
+        and the embedding queue's catch-up. Idempotent."""
+        probe, embeddings = self._background_pending
+        self._background_pending = False, False
+        if probe:
+            self._probing = asyncio.create_task(self._probe_in_background())
+        if embeddings:
+            self.recall_parts.start()
+
+    async def probed(self) -> None:
+        """Wait for a background probe still in flight (see `open`)."""
+        self.start_background_work()
+        if self._probing is not None:
+            await asyncio.shield(self._probing)
 
     def _make_provider(self) -> MemoryProvider:
         return session_provider(self.config, self.budget, self.notes, self._summarize)
@@ -138,6 +185,10 @@ class ChatSession(McpControls, SettingsControls):
         store is closed whatever happens before (also when the caller's timeout
         cancels us): an open connection's thread would keep the process alive."""
         try:
+            if self._probing is not None:
+                self._probing.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._probing
             await self.summaries.cancel()
             with contextlib.suppress(Exception):
                 await self.provider.on_session_end([])
@@ -221,6 +272,7 @@ class ChatSession(McpControls, SettingsControls):
         model = model.strip()
         if not model:
             raise SessionError("give a model name: /model NAME")
+        await self.probed()  # the old model's probe must not land after the switch
         async with self.lock:
             self.model = self.config.backend.model = model
             await self.client.aclose()
@@ -318,6 +370,7 @@ class ChatSession(McpControls, SettingsControls):
         """Run one user turn (see newt.agent.turn). Cancelling keeps the partial reply."""
         if not text.strip():
             raise SessionError("the message is empty")
+        await self.probed()  # the turn is budgeted for what the backend said
         async with self.lock:
             waited: list[int | None] = []
             async with self._writer(waited.append):

@@ -37,6 +37,7 @@ from newt.backend.errors import (
     StreamingUnsupportedError,
     UnreachableError,
 )
+from newt.backend.http import async_client
 from newt.backend.response import StreamAccumulator, malformed_chunk, parse_completion
 from newt.backend.retry import backoff_delay
 from newt.backend.sse import SSEEvent, iter_sse
@@ -72,7 +73,7 @@ class ChatClient:
         self.sleep: Sleep = sleep or asyncio.sleep
         self._api_key = api_key or None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.AsyncClient(
+        self._http = async_client(
             timeout=httpx.Timeout(timeout_s, connect=CONNECT_TIMEOUT_S),
             transport=transport,
             headers=headers,

@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 
+from newt.backend.http import async_client
+
 CONNECT_TIMEOUT_S = 5.0
 _UNSUPPORTED = frozenset({404, 405, 501})
 _ERROR_TEXT_LIMIT = 300
@@ -50,7 +52,7 @@ class EmbeddingsClient:
         self.model = model
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._secret = api_key or None
-        self._http = httpx.AsyncClient(
+        self._http = async_client(
             timeout=httpx.Timeout(timeout_s, connect=CONNECT_TIMEOUT_S),
             transport=transport,
             headers=headers,

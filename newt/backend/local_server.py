@@ -30,6 +30,7 @@ from pathlib import Path
 import httpx
 
 from newt.backend.errors import LocalServerError
+from newt.backend.http import async_client, sync_client
 from newt.backend.local_setup import SMOLLM_FILE, binary_path, cache_dir
 
 __all__ = [
@@ -177,7 +178,7 @@ class LocalLlamaServer:
         """Start the server and block until /health says it is ready."""
         self._spawn()
         deadline = time.monotonic() + self.startup_timeout_s
-        with httpx.Client(timeout=2.0) as http:
+        with sync_client(timeout=2.0) as http:
             while not self._poll_health(http):
                 if time.monotonic() > deadline:
                     self._fail(f"did not become ready within {self.startup_timeout_s:g} s")
@@ -187,7 +188,7 @@ class LocalLlamaServer:
         """start() without blocking the event loop while the model loads."""
         self._spawn()  # on the loop's own thread: see _die_with_parent
         deadline = time.monotonic() + self.startup_timeout_s
-        async with httpx.AsyncClient(timeout=2.0) as http:
+        async with async_client(timeout=2.0) as http:
             while not await self._apoll_health(http):
                 if time.monotonic() > deadline:
                     self._fail(f"did not become ready within {self.startup_timeout_s:g} s")

@@ -25,6 +25,8 @@ from typing import Any
 
 import httpx
 
+from newt.backend.http import async_client
+
 logger = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 2.0
@@ -69,7 +71,7 @@ async def _probe(
     timeout_s: float,
 ) -> ProbeResult:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    async with httpx.AsyncClient(timeout=timeout_s, transport=transport, headers=headers) as http:
+    async with async_client(timeout=timeout_s, transport=transport, headers=headers) as http:
         probe = _Prober(http, base_url.rstrip("/"), server_root(base_url), model)
         steps: list[tuple[str, Callable[[], Awaitable[int | None]]]] = [
             ("llama-server /props", probe.llama_props),

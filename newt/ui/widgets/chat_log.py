@@ -28,6 +28,15 @@ WARM_UP_AFTER = 1.0  # seconds after mounting (startup is done) to warm up the M
 
 
 class ChatLog(VerticalScroll, can_focus=True):
+    # The scrollbar's column is always kept: a reply that grows past the first
+    # screenful would otherwise narrow every message by it, and each would
+    # render its Markdown again at the new width in the middle of the stream.
+    DEFAULT_CSS = """
+    ChatLog {
+        scrollbar-gutter: stable;
+    }
+    """
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.entries: list[Entry] = []
@@ -53,6 +62,9 @@ class ChatLog(VerticalScroll, can_focus=True):
 
         options = self.app.console_options.update(highlight=False)
         await asyncio.to_thread(warm_up, self.app.console, options)
+        settled = getattr(self.app, "startup_settled", None)
+        if callable(settled):
+            settled()  # e.g. NewtApp freezes the startup heap out of GC now
 
     def toggle_thinking(self) -> bool:
         """Fold or unfold every thinking block; returns the new state."""

@@ -12,7 +12,15 @@ a 2-core machine: the event loop then waits for the GIL at every step.)
 
 The lines live in line widgets (`RenderedLines`) that hand Textual finished
 strips, so appending to a long reply does not render or lay out its earlier
-blocks again. When a burst brings more than a screenful at once, the pass
+blocks again. They are kept packed (`Line`: text runs and style numbers, in
+tuples the garbage collector stops tracking) and become Textual strips only
+when painted: a Strip with its caches is a dozen tracked objects, an 8,000-token
+reply kept ~50,000 of them, and every full collection walked them all
+(pauses of 80-170 ms after three such replies, which is what delayed keys).
+The markdown-it tokens of a block are dropped once it is rendered, for the
+same reason (a resize parses the block's source again).
+
+When a burst brings more than a screenful at once, the pass
 renders the newest screenful first and leaves the older blocks to a
 `RenderedLines` of their own that renders them once the burst is over (the
 next pass without a backlog, or the end): the user sees the bottom, where the
@@ -28,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -52,6 +61,42 @@ AWAY_POLL = 0.25  # how often a paused stream checks whether the user came back
 _TEMPLATE = RichMarkdown("", hyperlinks=False)
 
 
+Line = tuple[tuple[str, int], ...]
+"""One rendered line: (text, style number) runs; see `strip_of`."""
+
+# Every style a line has used, numbered. Few distinct styles exist (the theme's
+# Markdown styles under the message's base style), so the table stays small.
+_STYLES: list[Style | None] = []
+_STYLE_NUMBERS: dict[Style | None, int] = {}
+_STYLES_LOCK = threading.Lock()  # blocks may render in the worker thread too
+
+
+def _style_number(style: Style | None) -> int:
+    number = _STYLE_NUMBERS.get(style)
+    if number is None:
+        with _STYLES_LOCK:
+            number = _STYLE_NUMBERS.get(style)
+            if number is None:
+                number = len(_STYLES)
+                _STYLES.append(style)
+                _STYLE_NUMBERS[style] = number
+    return number
+
+
+def pack(segments: Iterable[Segment]) -> Line:
+    return tuple((segment.text, _style_number(segment.style)) for segment in segments)
+
+
+def strip_of(line: Line) -> Strip:
+    """The Textual strip of a packed line."""
+    return Strip([Segment(text, _STYLES[number]) for text, number in line])
+
+
+def bare(block: Block) -> Block:
+    """The block without its parse (kept for a re-render at another width)."""
+    return Block(block.source, block.gap) if block.tokens else block
+
+
 def _markdown(block: Block) -> RichMarkdown:
     if not block.tokens:
         return RichMarkdown(block.source, hyperlinks=False)
@@ -63,24 +108,24 @@ def _markdown(block: Block) -> RichMarkdown:
 
 def render_block(
     block: Block, width: int, base: Style, console: Console, options: ConsoleOptions
-) -> list[Strip]:
-    """Rich's rendering of one Markdown block, as strips at most `width` cells wide.
+) -> list[Line]:
+    """Rich's rendering of one Markdown block, as lines at most `width` cells wide.
 
     The same as a Static showing `RichMarkdown(text)` (`HistoryMarkdown`): the
     base style goes under every segment, as Textual does for Rich renderables.
     """
-    lines = [Strip([])] if block.gap else []
+    lines: list[Line] = [()] if block.gap else []
     segments = console.render(_markdown(block), options.update_width(width))
     styled = (Segment(text, base + style if style else base) for text, style, _ in segments)
     for line in Segment.split_and_crop_lines(styled, width, include_new_lines=False, pad=False):
-        lines.append(Strip(line))
+        lines.append(pack(line))
     return lines
 
 
 def render_blocks(
     blocks: Iterable[Block], width: int, base: Style, console: Console, options: ConsoleOptions
-) -> list[Strip]:
-    lines: list[Strip] = []
+) -> list[Line]:
+    lines: list[Line] = []
     for block in blocks:
         lines += render_block(block, width, base, console, options)
     return lines
@@ -92,10 +137,10 @@ _RENDERER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="newt-markdown"
 
 async def render_blocks_async(
     blocks: Iterable[Block], width: int, base: Style, console: Console, options: ConsoleOptions
-) -> list[Strip]:
+) -> list[Line]:
     """`render_blocks`, giving the event loop a turn after every block."""
     loop = asyncio.get_running_loop()
-    lines: list[Strip] = []
+    lines: list[Line] = []
     for block in blocks:
         if len(block.source) > BIG_BLOCK:
             args = (block, width, base, console, options)
@@ -152,7 +197,7 @@ class RenderedLines(Widget):
     def __init__(self, blocks: Iterable[Block] = (), *, deferred: bool = False) -> None:
         super().__init__()
         self.blocks: list[Block] = list(blocks)
-        self.lines: list[Strip] = []
+        self.lines: list[Line] = []
         self.deferred = deferred
         self._was_held = deferred
         self._width = 0  # the width `lines` were rendered at (0: not rendered)
@@ -166,23 +211,23 @@ class RenderedLines(Widget):
             self.deferred = False
             self.refresh(layout=True)
 
-    def show(self, blocks: list[Block], lines: list[Strip], width: int, base: Style) -> None:
+    def show(self, blocks: list[Block], lines: list[Line], width: int, base: Style) -> None:
         """Replace everything (lines rendered at `width`)."""
         # Same height (the usual case: words added to the last line): a repaint
         # of this widget alone, no layout of the log.
         layout = len(lines) != len(self.lines)
-        self.blocks, self.lines = list(blocks), lines
+        self.blocks, self.lines = [bare(b) for b in blocks], lines
         self._width, self._base = width, base
         self.refresh(layout=layout)
 
-    def extend(self, blocks: list[Block], lines: list[Strip], width: int, base: Style) -> None:
+    def extend(self, blocks: list[Block], lines: list[Line], width: int, base: Style) -> None:
         """Append blocks and their lines (rendered at `width`)."""
         if not blocks:
             return
         if not self.blocks and self._rerender is None:
             self.show(blocks, lines, width, base)  # a new chunk takes the lines as they are
             return
-        self.blocks += blocks
+        self.blocks += [bare(b) for b in blocks]
         if (width, base) == (self._width, self._base) and self._rerender is None:
             self.lines += lines
             self.refresh(layout=True)
@@ -202,6 +247,7 @@ class RenderedLines(Widget):
             options = app.console_options.update(highlight=False)
             base = self.rich_style
             self.lines = render_blocks(self.blocks, width, base, app.console, options)
+            self.blocks = [bare(b) for b in self.blocks]
             self._width, self._base = width, base
         else:
             self._target = width
@@ -219,6 +265,7 @@ class RenderedLines(Widget):
                 )
                 if (width, count) == (self._target, len(self.blocks)):
                     self.lines, self._width, self._base = lines, width, base
+                    self.blocks = [bare(b) for b in self.blocks]
                     self.refresh(layout=True)
                     return
         finally:
@@ -244,7 +291,7 @@ class RenderedLines(Widget):
         width = self.content_size.width
         self._ensure(width)
         if y < len(self.lines):
-            return self.lines[y].crop(0, width)
+            return strip_of(self.lines[y]).crop(0, width)
         return Strip.blank(width, self._base)
 
 
@@ -254,9 +301,9 @@ class _Pass:
     def __init__(self) -> None:
         self.older: list[Block] = []  # settled, left for later
         self.recent: list[Block] = []  # settled and rendered
-        self.recent_lines: list[Strip] = []
+        self.recent_lines: list[Line] = []
         self.live: list[Block] = []
-        self.live_lines: list[Strip] = []
+        self.live_lines: list[Line] = []
 
 
 class StreamingMarkdown(Vertical):
@@ -405,7 +452,7 @@ class StreamingMarkdown(Vertical):
             done.live = [Block(tail, self._blocks.tail_gap)]
             done.live_lines = await render_blocks_async(done.live, width, base, console, options)
         shown = len(done.live_lines)
-        rendered: list[list[Strip]] = []
+        rendered: list[list[Line]] = []
         while settled and shown < screenful:
             rendered.append(await render_blocks_async(settled[-1:], width, base, console, options))
             shown += len(rendered[-1])

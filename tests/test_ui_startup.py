@@ -1,0 +1,119 @@
+"""Issue 14: startup. The prompt is usable before the capability probe answers,
+and the real newt freezes its startup heap out of garbage collection.
+
+The fake server holds `/props` (llama-server's context size) until the test
+lets it go; the TUI must show the chat screen and take typing meanwhile, and a
+message sent meanwhile waits for the probe inside the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+from pathlib import Path
+
+import pytest
+
+from newt.agent.session import ChatSession
+from newt.ui.app import NewtApp
+from newt.ui.widgets.messages import AssistantMessage
+from tests.agent_helpers import make_config, run_turn
+from tests.fake_openai import FakeOpenAI, Reply
+from tests.test_ui_chat import chat_ready, type_and_send, wait_idle
+from tests.test_ui_real import config_for, home, no_local_server  # noqa: F401  (fixture)
+
+
+async def wait_until(condition: object, what: str, timeout: float = 5.0) -> None:
+    for _ in range(int(timeout / 0.01)):
+        if callable(condition) and condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+def probe_asked(fake: FakeOpenAI) -> bool:
+    return any(r.path == "/props" for r in fake.requests)
+
+
+@pytest.mark.usefixtures("home")
+async def test_chat_screen_and_typing_before_the_probe_answers(fake_openai: FakeOpenAI) -> None:
+    gate = threading.Event()
+    fake_openai.props_gate = gate
+    fake_openai.n_ctx = 3000
+    fake_openai.script(Reply(text="answered after the probe"))
+    app = NewtApp(config_for(fake_openai), discover=no_local_server)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await chat_ready(pilot)
+            await wait_until(lambda: probe_asked(fake_openai), "the probe started")
+            assert not gate.is_set()  # the chat screen is up while /props is held
+            await pilot.press("h", "i")
+            assert screen.prompt.text == "hi"
+            await type_and_send(pilot, "hello")
+            await pilot.pause(0.3)
+            # The turn waits for the probe in the session; the prompt stays usable.
+            assert fake_openai.chat_requests == []
+            await pilot.press("o", "k")
+            assert screen.prompt.text == "ok"
+            gate.set()
+            await wait_idle(pilot, screen)
+            replies = [m.entry.text for m in screen.query(AssistantMessage)]
+            assert replies == ["answered after the probe"]
+            assert app.session is not None
+            assert app.session.memory_status().context_tokens == 3000
+    finally:
+        gate.set()
+
+
+async def test_a_probe_that_changes_the_budget_keeps_the_resumed_conversation(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    config = make_config(fake_openai.base_url, "[recall]\nretained_token_budget = 0\n")
+    async with await ChatSession.open(config) as first:
+        for i in range(2):
+            fake_openai.script(Reply(text=f"answer {i}"))
+            await run_turn(first, f"question {i}")
+        assert first.budget.context_tokens == 4096
+    fake_openai.n_ctx = 2048  # the server restarted with a smaller context
+    gate = threading.Event()
+    fake_openai.props_gate = gate
+    try:
+        session = await ChatSession.open(config, background_probe=True)
+        async with session:
+            assert session.budget.context_tokens == 4096  # the cache, at once
+            assert await session.continue_latest() is not None
+            assert session.memory_status().resident_turns == 2
+            gate.set()
+            await session.probed()
+            status = session.memory_status()
+            assert (status.context_tokens, status.budget_source) == (2048, "backend")
+            assert status.resident_turns == 2  # restored into the new provider
+            fake_openai.script(Reply(text="answer 2"))
+            await run_turn(session, "question 2")
+            assert session.memory_status().resident_turns == 3
+    finally:
+        gate.set()
+
+
+@pytest.mark.usefixtures("home")
+async def test_the_real_newt_freezes_its_startup_heap(fake_openai: FakeOpenAI) -> None:
+    assert gc.get_freeze_count() == 0
+    try:
+        app = NewtApp(config_for(fake_openai), discover=no_local_server, freeze_startup_heap=True)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await chat_ready(pilot)
+            await wait_until(lambda: gc.get_freeze_count() > 0, "the heap frozen", timeout=10)
+    finally:
+        gc.unfreeze()
+
+
+@pytest.mark.usefixtures("home")
+async def test_apps_in_tests_leave_the_heap_alone(fake_openai: FakeOpenAI) -> None:
+    """Only `run_tui` freezes: a process running many apps must keep collecting."""
+    app = NewtApp(config_for(fake_openai), discover=no_local_server)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await chat_ready(pilot)
+        await pilot.pause(1.5)  # past the Markdown warm-up, when the real newt freezes
+        assert screen.log_view is not None
+    assert gc.get_freeze_count() == 0
