@@ -5,7 +5,12 @@ cause an overflow."""
 from __future__ import annotations
 
 from newt.agent import events as ev
-from newt.agent.evidence import EVIDENCE_WINDOW_SHARE, MIN_EVIDENCE_TOKENS, evidence_budget
+from newt.agent.evidence import (
+    EVIDENCE_WINDOW_SHARE,
+    MIN_EVIDENCE_TOKENS,
+    evidence_budget,
+    evidence_limit,
+)
 from newt.agent.session import ChatSession
 from tests.agent_helpers import make_config, run_turn
 from tests.fake_openai import FakeOpenAI, Reply
@@ -65,5 +70,41 @@ async def test_the_guard_counts_the_capsules_and_drops_them_rather_than_overflow
         assert sent == question  # no capsules: they would not have fit
         ceiling, reserve = session.capabilities.ceiling_and_reserve()
         assert session.estimate_tokens(sent) + reserve <= ceiling
+    finally:
+        await session.close()
+
+
+def test_recall_offers_no_more_records_than_the_budget_holds() -> None:
+    assert evidence_limit(256, 64) == 3  # a 2,048-token window
+    assert evidence_limit(1024, 64) == 8  # capped at the recall limit
+    assert evidence_limit(48, 64) == 1
+
+
+async def test_a_fact_never_asked_before_is_not_crowded_out_by_often_recalled_ones(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """Packing favours records with many hits; with more candidates than fit a
+    small budget, the asked fact (no hits yet) was the one left out."""
+    session = await ChatSession.open(
+        make_config(fake_openai.base_url, "[memory]\ncontext_tokens = 2048\n")
+    )
+    try:
+        fake_openai.script(Reply(text="noted"))
+        await run_turn(session, "The locker code for the harbor storage is 4417.")
+        for i in range(8):
+            fake_openai.script(Reply(text="noted"))
+            await run_turn(
+                session, f"Harbor storage note {i}: " + "the harbor storage shed is busy " * 6
+            )
+        await session.new_conversation()
+        for _ in range(4):  # the notes get recalled (and hit) again and again
+            fake_openai.script(Reply(text="ok"))
+            await run_turn(session, "harbor storage shed busy")
+        await session.new_conversation()
+        fake_openai.script(Reply(text="4417"))
+        events = await run_turn(session, "What is the locker code for the harbor storage?")
+        (evidence,) = [e for e in events if isinstance(e, ev.RetainedEvidence)]
+        assert any("4417" in c.excerpt for c in evidence.report.capsules)
+        assert "4417" in fake_openai.chat_requests[-1].body["messages"][-1]["content"]
     finally:
         await session.close()

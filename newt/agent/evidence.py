@@ -20,6 +20,8 @@ EVIDENCE_WINDOW_SHARE = 0.125
 # Below this the capsules would not hold one useful excerpt: recall is skipped.
 MIN_EVIDENCE_TOKENS = 48
 RECALL_LIMIT = 8
+# What a capsule's key and framing cost on top of its excerpt, in tokens.
+CAPSULE_OVERHEAD = 4
 
 
 def evidence_budget(configured: int, context_tokens: int) -> int:
@@ -29,6 +31,17 @@ def evidence_budget(configured: int, context_tokens: int) -> int:
     share = int(context_tokens * EVIDENCE_WINDOW_SHARE)
     budget = min(configured, share)
     return budget if budget >= MIN_EVIDENCE_TOKENS else 0
+
+
+def evidence_limit(budget: int, excerpt_tokens: int) -> int:
+    """How many records recall may offer: no more than the budget holds at full
+    excerpt length. Packing goes by recoverability (DESIGN.md section 5), which
+    grows with every hit; offered more records than fit, the often-recalled
+    ones filled a small budget and the best match for a question never asked
+    before was dropped (seen with meaning-based recall, which always offers a
+    full list). Offered only what fits, every best match is packed."""
+    fits = budget // max(1, excerpt_tokens + CAPSULE_OVERHEAD)
+    return max(1, min(RECALL_LIMIT, fits))
 
 
 class EvidenceSource:
@@ -55,7 +68,11 @@ class EvidenceSource:
             return None
         exclude = set(resident) | await self.notes.record_keys()
         response = await self.recall.recall(
-            RecallRequest(text, limit=RECALL_LIMIT, retained_token_budget=budget),
+            RecallRequest(
+                text,
+                limit=evidence_limit(budget, self.config.recall.excerpt_tokens),
+                retained_token_budget=budget,
+            ),
             exclude_keys=exclude,
         )
         return response.retained_evidence
