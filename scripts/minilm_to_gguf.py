@@ -84,9 +84,9 @@ def add_metadata(writer: gguf.GGUFWriter, cfg: dict[str, Any], files: ModelFiles
     writer.add_causal_attention(False)  # BERT attends both ways
     # sentence-transformers says how the model's vectors are pooled (mean for MiniLM)
     pooling = gguf.PoolingType.MEAN
-    if files.exists("1_Pooling/config.json"):
-        if files.json("1_Pooling/config.json").get("pooling_mode_cls_token"):
-            pooling = gguf.PoolingType.CLS
+    pool_cfg = "1_Pooling/config.json"
+    if files.exists(pool_cfg) and files.json(pool_cfg).get("pooling_mode_cls_token"):
+        pooling = gguf.PoolingType.CLS
     writer.add_pooling_type(pooling)
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
 

@@ -125,9 +125,23 @@ def make_embedder(
     *,
     mode: str = "auto",
     embedding_model: str = "",
+    embeddings_url: str = "",
+    space: str = "",
 ) -> Embedder | None:
-    """The session's embedder from `[recall] embeddings` / `embedding_model`:
-    None when turned off (or there is no backend to ask)."""
-    if mode == "off" or not base_url:
+    """The session's embedder from `[recall] embeddings`, `embedding_model` and
+    `embeddings_url`: None when turned off (or there is no backend to ask).
+
+    A separate embeddings server gets the API key only when it is the chat
+    backend's own URL: the chat key must never reach another host.
+    """
+    if mode == "off":
         return None
-    return Embedder(EmbeddingsClient(base_url, embedding_model or chat_model, api_key))
+    chat_url = base_url.rstrip("/")
+    url = embeddings_url.rstrip("/") or chat_url
+    if not url:
+        return None
+    key = api_key if url == chat_url else None
+    embedder = Embedder(EmbeddingsClient(url, embedding_model or chat_model, key))
+    if space:
+        embedder.space = space
+    return embedder
