@@ -23,7 +23,7 @@ from newt.backend.embeddings import (
 from newt.config import Config, load_config
 from newt.recall import RecallEngine, RecallRequest
 from newt.recall.embed_queue import EmbedQueue
-from newt.recall.embedder import Embedder, chunks, make_embedder
+from newt.recall.embedder import MAX_CHUNKS, Embedder, chunks, make_embedder
 from newt.recall.engine import RRF_K, fuse
 from newt.recall.vectors import VectorIndex, pack, quantized, unpack
 from newt.store import Database, Store
@@ -82,7 +82,23 @@ def test_chunks_cut_long_records_at_spaces() -> None:
     assert all(len(p) <= 1000 for p in pieces)
     assert " ".join(pieces) == text
     assert chunks("   ") == []
-    assert len(chunks("x" * 100_000)) == 8  # bounded
+    assert len(chunks("x" * 100_000)) == MAX_CHUNKS  # bounded
+
+
+def test_chunks_keep_sentences_whole_so_a_fact_stands_apart() -> None:
+    turn = (
+        "User: Quick update from my side: the meeting ran long again and nobody agreed. "
+        "The wifi password at the lake cabin is moonpetal. Anyway, I still need to pack.\n"
+        "Assistant: Sounds like a busy week!"
+    )
+    pieces = chunks(turn, size=80)
+    assert pieces == [
+        "User: Quick update from my side: the meeting ran long again and nobody agreed.",
+        "The wifi password at the lake cabin is moonpetal. Anyway, I still need to pack.",
+        "Assistant: Sounds like a busy week!",
+    ]
+    assert " ".join(pieces).split() == turn.split()  # nothing lost, nothing repeated
+    assert chunks("One. Two. Three.", size=80) == ["One. Two. Three."]  # packed while they fit
 
 
 async def test_vector_index_search_delete_and_update(store: Store) -> None:
