@@ -1,7 +1,7 @@
 """Does a fact told early come back in the answer after newt has pruned it?
 
     python benchmarks/memory_answers.py [--set dev|test] [--seeds 1,2] [--quick]
-        [--designs first,spread] [--modes on,off] [--embeddings on|off]
+        [--designs first,spread] [--modes on,off] [--embeddings on|off|minilm]
         [--config-value SECTION.KEY=VALUE ...] [--server-arg ARG ...]
         [--reply-tokens N] [--threads N] [--binary PATH] [--model GGUF]
         [--json-out FILE] [-v]
@@ -68,9 +68,23 @@ MAX_FILLER = 60  # a run that has not pruned every fact by then is broken
 RECALL_OFF = "recall.retained_token_budget=0"
 # The meaning-based recall path: `--embeddings on` sets this key to "auto" and has
 # llama-server serve /v1/embeddings too (mean pooling over the chat model);
-# `--embeddings off` sets it to "off". Without the flag neither is touched.
+# `--embeddings off` sets it to "off"; `--embeddings minilm` starts a second
+# llama-server with all-MiniLM-L6-v2 (as `newt --local` does) and points
+# recall.embeddings_url at it. Without the flag neither is touched.
 EMBEDDINGS_KEY = "recall.embeddings"
 EMBEDDINGS_SERVER_ARGS = ("--embeddings", "--pooling", "mean")
+
+
+def minilm_config(binary: Path) -> tuple[Any, list[str]]:
+    """The MiniLM embeddings server (not started) and the config values that use it."""
+    from newt.backend.local_server import embeddings_server
+
+    server = embeddings_server(binary=binary)
+    if server is None:
+        raise SystemExit("no MiniLM GGUF in the cache: run scripts/get_llama_server.sh")
+    url, name = server.base_url, server.model_name
+    return server, [f"recall.embeddings_url={url}", f"recall.embedding_model={name}"]
+
 
 VALUE_POOLS: dict[str, list[str]] = {
     "word": [
@@ -649,10 +663,15 @@ async def main_async(args: argparse.Namespace) -> int:
     config_values = list(args.config_value)
     # default sampling (greedy decoding makes this model repeat its last reply), fixed seed
     server_args = ["-n", str(args.reply_tokens), "--seed", "1", *args.server_arg]
+    embed_server = None
     if args.embeddings is not None:
-        config_values.append(f"{EMBEDDINGS_KEY}={'auto' if args.embeddings == 'on' else 'off'}")
+        config_values.append(f"{EMBEDDINGS_KEY}={'off' if args.embeddings == 'off' else 'auto'}")
         if args.embeddings == "on":
             server_args += EMBEDDINGS_SERVER_ARGS
+        if args.embeddings == "minilm":
+            embed_server, values = minilm_config(binary)
+            config_values += values
+            await embed_server.astart()
     runs: list[tuple[str, str, RunResult]] = []
     answers: list[Answer] = []
     started = time.perf_counter()
@@ -688,6 +707,8 @@ async def main_async(args: argparse.Namespace) -> int:
                                 save_answers(Path(args.json_out), answers)
         finally:
             await proxy.close()
+            if embed_server is not None:
+                embed_server.stop()
     elapsed = time.perf_counter() - started
     seeds = ",".join(map(str, args.seeds))
     print(
@@ -721,8 +742,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 seed, 3 facts")
     parser.add_argument(
         "--embeddings",
-        choices=("on", "off"),
-        help=f"meaning-based recall: sets {EMBEDDINGS_KEY} (and llama-server --embeddings)",
+        choices=("on", "off", "minilm"),
+        help=f"meaning-based recall: sets {EMBEDDINGS_KEY} (and llama-server --embeddings;"
+        " minilm: a second server with all-MiniLM-L6-v2)",
     )
     parser.add_argument(
         "--config-value",

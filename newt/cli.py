@@ -120,6 +120,25 @@ async def cmd_export(config: Config, conv_id: str, fmt: str, out: TextIO) -> int
     return EXIT_OK
 
 
+def _start_local_embeddings(stack: ExitStack, config: Config, stderr: TextIO) -> None:
+    """`newt --local`: MiniLM beside the chat model for recall by meaning, when its
+    GGUF is cached; stopped with newt like the chat server. If it does not start,
+    newt says so and recalls by words."""
+    from newt.agent.local_model import local_embeddings_server, use_local_embeddings
+    from newt.backend.errors import LocalServerError
+
+    server = local_embeddings_server(config)
+    if server is None:
+        return
+    try:
+        stack.enter_context(server)
+    except LocalServerError as exc:
+        first_line = str(exc).splitlines()[0]
+        stderr.write(f"newt: the embeddings model did not start, recall by words: {first_line}\n")
+        return
+    use_local_embeddings(config, server)
+
+
 def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
     text: str = args.prompt
     if text == "-":
@@ -170,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 config.api_key = None  # our own llama-server needs no key; never send one
             if args.preset:
                 _choose_preset(config, args.preset, explicit_model=bool(model))
+            if args.local is not None:
+                _start_local_embeddings(stack, config, stderr)
             if args.finish_summary:
                 from newt.agent.print_mode import finish_summary
 

@@ -76,6 +76,8 @@ class RecallConfig:
     """"auto": recall by meaning too when the backend serves /v1/embeddings; "off": words only."""
     embedding_model: str = ""
     """Model name sent to /v1/embeddings; empty: the chat model."""
+    embeddings_url: str = ""
+    """Base URL of a separate OpenAI-compatible embeddings server; empty: the chat backend."""
     evidence_order: str = "best_first"
     """Capsule order in the prompt: "best_first", "best_last" (nearest the question), "packed"."""
 
@@ -102,6 +104,9 @@ class Config:
     db_path: Path | None = None
     api_key: str | None = field(default=None, repr=False)
     """Read from the environment at load time; never written anywhere."""
+    embedding_space: str = ""
+    """A fixed name for the embedding space of this run's vectors (`newt --local`:
+    its embeddings server's port changes every run); empty: URL and model name it."""
 
     def __repr__(self) -> str:  # keep the key out of any accidental log line
         return f"Config(path={self.path}, backend={self.backend}, memory={self.memory})"
@@ -303,6 +308,14 @@ def load_config(
         raise ConfigError(
             f"backend.base_url {cfg.backend.base_url!r} is not an http(s) URL "
             "(e.g. http://127.0.0.1:8080/v1)"
+        )
+    cfg.recall.embeddings_url = cfg.recall.embeddings_url.strip().rstrip("/")
+    if cfg.recall.embeddings_url and not cfg.recall.embeddings_url.startswith(
+        ("http://", "https://")
+    ):
+        raise ConfigError(
+            f"{path}: recall.embeddings_url {cfg.recall.embeddings_url!r} is not an http(s) "
+            "URL (e.g. http://127.0.0.1:8081/v1)"
         )
     # only the variable the config names: never send an OpenAI key to another server
     cfg.api_key = environ.get(cfg.backend.api_key_env) or None

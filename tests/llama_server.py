@@ -6,6 +6,10 @@ starts ``LocalLlamaServer`` with ``-c 1024`` (``$NEWT_LLAMA_TEST_CTX`` overrides
 If the binary cannot be obtained or started, every test using the fixture fails
 with the reason: CI installs it, so a silent skip would hide a broken setup.
 
+``minilm_server`` is a second, small server with all-MiniLM-L6-v2 (a real
+sentence-embedding model the same script converts to GGUF), started as
+``newt --local`` starts it.
+
 Use it with ``pytest_plugins = ["tests.llama_server"]`` (in the test module or
 the root conftest) and mark the tests ``@pytest.mark.llama``.
 """
@@ -23,7 +27,12 @@ import httpx
 import pytest
 
 from newt.backend.errors import LocalServerError
-from newt.backend.local_server import LocalLlamaServer, gemma_model_path
+from newt.backend.local_server import (
+    LocalLlamaServer,
+    embedding_model_path,
+    embeddings_server,
+    gemma_model_path,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 GET_SCRIPT = REPO / "scripts" / "get_llama_server.sh"
@@ -64,6 +73,18 @@ def obtain_llama_server() -> tuple[Path, Path]:
     env_binary = os.environ.get("NEWT_LLAMA_SERVER")
     if env_binary and Path(env_binary).is_file() and gemma_model_path().is_file():
         return Path(env_binary), gemma_model_path()
+    paths = _script_paths()
+    return paths[0], paths[1]
+
+
+def obtain_embedding_model() -> Path:
+    """all-MiniLM-L6-v2 as GGUF: from the cache, else made by the script."""
+    if embedding_model_path().is_file():
+        return embedding_model_path()
+    return _script_paths()[3]
+
+
+def _script_paths() -> list[Path]:
     try:
         proc = subprocess.run(
             ["bash", str(GET_SCRIPT)],
@@ -74,16 +95,17 @@ def obtain_llama_server() -> tuple[Path, Path]:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         pytest.fail(f"scripts/get_llama_server.sh could not run: {exc}", pytrace=False)
-    # stdout: the binary, the Gemma model, the SmolLM2 instruct model (by position).
+    # stdout: the binary, the Gemma model, the SmolLM2 instruct model and the
+    # MiniLM embedding model (by position).
     paths = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or len(paths) < 3:
+    if proc.returncode != 0 or len(paths) < 4:
         tail = "\n".join(proc.stderr.strip().splitlines()[-25:])
         pytest.fail(
             f"scripts/get_llama_server.sh failed (exit {proc.returncode}); the llama tests "
-            f"need llama-server and the Gemma model. Its last output:\n{tail}",
+            f"need llama-server and the Gemma and MiniLM models. Its last output:\n{tail}",
             pytrace=False,
         )
-    return Path(paths[0]), Path(paths[1])
+    return [Path(p) for p in paths]
 
 
 @pytest.fixture(scope="session")
@@ -127,6 +149,30 @@ def llama_embeddings_server() -> Iterator[LlamaServer]:
             root_url=server.root_url,
             n_ctx=LLAMA_TEST_CTX,
             model="gemma-3-270m",
+            model_path=model,
+            binary=binary,
+        )
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def minilm_server() -> Iterator[LlamaServer]:
+    """all-MiniLM-L6-v2 on its own llama-server, exactly as `newt --local` runs it."""
+    binary, _ = obtain_llama_server()
+    model = obtain_embedding_model()
+    server = embeddings_server(binary=binary, model_path=model)
+    assert server is not None  # the model file exists: obtain_embedding_model made sure
+    try:
+        server.start()
+    except LocalServerError as exc:
+        pytest.fail(f"llama-server with all-MiniLM-L6-v2 did not start: {exc}", pytrace=False)
+    try:
+        yield LlamaServer(
+            base_url=server.base_url,
+            root_url=server.root_url,
+            n_ctx=server.ctx,
+            model=server.model_name,
             model_path=model,
             binary=binary,
         )

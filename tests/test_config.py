@@ -48,6 +48,17 @@ def test_the_annotated_template_loads_to_the_defaults(tmp_path: Path) -> None:
     cfg = load_config(path)
     assert cfg.backend.timeout_s == 60.0 and cfg.backend.max_retries == 2
     assert cfg.recall.retained_token_budget == 1024
+    assert cfg.recall.embeddings_url == "" and "embeddings_url" in default_config_text()
+
+
+def test_embeddings_url_names_a_separate_server(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[recall]\nembeddings_url = " http://127.0.0.1:8081/v1/ "\nembedding_model = "minilm"\n'
+    )
+    cfg = load_config(path)
+    assert cfg.recall.embeddings_url == "http://127.0.0.1:8081/v1"
+    assert cfg.recall.embedding_model == "minilm"
 
 
 def test_precedence_defaults_file_env_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,6 +89,7 @@ def test_precedence_defaults_file_env_cli(tmp_path: Path, monkeypatch: pytest.Mo
         ("[backend]\nmodle = 'x'\n", ["backend.modle", "not a known key", "model"]),
         ("[plugins]\nx = 1\n", ["unknown section [plugins]"]),
         ("[memory]\ncontext_tokens = -5\n", ["memory.context_tokens", "positive"]),
+        ('[recall]\nembeddings_url = "localhost:8081"\n', ["recall.embeddings_url", "http(s)"]),
     ],
 )
 def test_bad_files_name_file_line_and_key(tmp_path: Path, text: str, expected: list[str]) -> None:

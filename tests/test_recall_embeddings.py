@@ -1,6 +1,7 @@
 """Meaning-based recall: the embeddings client, the vector table, the background
-queue and rank fusion, against real SQLite, the loopback fake server, and a real
-llama-server started with --embeddings (mean pooling over its chat model)."""
+queue and rank fusion, against real SQLite, the loopback fake server, a real
+llama-server started with --embeddings (mean pooling over its chat model), and
+all-MiniLM-L6-v2 on a second llama-server (`[recall] embeddings_url`)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from newt.agent.recall_parts import RecallParts
 from newt.backend.embeddings import (
     EmbeddingsClient,
     EmbeddingsError,
     EmbeddingsRejected,
     EmbeddingsUnsupported,
 )
+from newt.config import Config, load_config
 from newt.recall import RecallEngine, RecallRequest
 from newt.recall.embed_queue import EmbedQueue
-from newt.recall.embedder import Embedder, chunks, make_embedder
+from newt.recall.embedder import MAX_CHUNKS, Embedder, chunks, make_embedder
 from newt.recall.engine import RRF_K, fuse
 from newt.recall.vectors import VectorIndex, pack, quantized, unpack
 from newt.store import Database, Store
@@ -79,7 +82,23 @@ def test_chunks_cut_long_records_at_spaces() -> None:
     assert all(len(p) <= 1000 for p in pieces)
     assert " ".join(pieces) == text
     assert chunks("   ") == []
-    assert len(chunks("x" * 100_000)) == 8  # bounded
+    assert len(chunks("x" * 100_000)) == MAX_CHUNKS  # bounded
+
+
+def test_chunks_keep_sentences_whole_so_a_fact_stands_apart() -> None:
+    turn = (
+        "User: Quick update from my side: the meeting ran long again and nobody agreed. "
+        "The wifi password at the lake cabin is moonpetal. Anyway, I still need to pack.\n"
+        "Assistant: Sounds like a busy week!"
+    )
+    pieces = chunks(turn, size=80)
+    assert pieces == [
+        "User: Quick update from my side: the meeting ran long again and nobody agreed.",
+        "The wifi password at the lake cabin is moonpetal. Anyway, I still need to pack.",
+        "Assistant: Sounds like a busy week!",
+    ]
+    assert " ".join(pieces).split() == turn.split()  # nothing lost, nothing repeated
+    assert chunks("One. Two. Three.", size=80) == ["One. Two. Three."]  # packed while they fit
 
 
 async def test_vector_index_search_delete_and_update(store: Store) -> None:
@@ -361,3 +380,90 @@ async def test_refusals_after_a_success_are_about_the_input(
         assert embedder.available is True
     finally:
         await embedder.aclose()
+
+
+# -- a real embedding model: all-MiniLM-L6-v2 on its own llama-server ---------------
+
+PARAPHRASE_FACTS = (
+    "The locker code for the amber harbor is 4417.",
+    "The wifi password at the lake cabin is moonpetal.",
+    "My neighbour's cat is called Tofu.",
+    "My bike lock combination is 2291.",
+    "My flight to Lisbon leaves from gate E33.",
+    "My sister's favourite colour is lavender.",
+)
+
+
+@pytest.mark.llama
+async def test_minilm_recalls_a_paraphrase_that_words_miss(
+    store: Store, minilm_server: LlamaServer
+) -> None:
+    """Through `[recall] embeddings_url` (as `newt --local` sets it), a question
+    sharing no word with the fact finds it; lexical recall finds nothing."""
+    keys = [await _turn(store, fact) for fact in PARAPHRASE_FACTS]
+    flight = keys[4]
+    config = Config()
+    config.recall.embeddings_url = minilm_server.base_url
+    config.recall.embedding_model = minilm_server.model
+    # the chat backend is elsewhere (nothing listens there): it is never asked
+    parts = RecallParts(store, config, "http://127.0.0.1:9/v1", "chat-model")
+    assert parts.embedder is not None
+    assert parts.embedder.client.base_url == minilm_server.base_url
+    parts.embedder.query_timeout_s = 60  # a loaded CI machine must not turn this lexical
+    parts.start()
+    try:
+        assert parts.queue is not None and await parts.queue.wait_idle(120)
+        assert parts.embedder.available is True and parts.queue.embedded == len(keys)
+        question = "Where do I board the plane to Portugal?"
+        lexical = (await RecallEngine(store).recall(RecallRequest(question))).memories
+        assert flight not in [m.key for m in lexical]
+        found = (await parts.engine.recall(RecallRequest(question, limit=1))).memories
+        assert [m.key for m in found] == [flight]
+        # and another paraphrase, to show it is not one lucky question
+        found = (
+            await parts.engine.recall(
+                RecallRequest("Which hue does my sibling like best?", limit=1)
+            )
+        ).memories
+        assert [m.key for m in found] == [keys[5]]
+    finally:
+        await parts.aclose()
+
+
+async def test_a_separate_embeddings_server_never_gets_the_chat_key(
+    store: Store, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """`[recall] embeddings_url` on another host: vectors come from there, without
+    the chat backend's API key; the chat backend is not asked for embeddings."""
+    vector = (200, {"data": [{"index": 0, "embedding": [1.0, 0.0]}]})
+    config_path = tmp_path / "config.toml"
+    with FakeOpenAI() as other:
+        other.routes[EMBEDDINGS] = vector
+        config_path.write_text(
+            f'[recall]\nembeddings_url = "{other.base_url}/"\nembedding_model = "minilm"\n'
+        )
+        config = load_config(config_path, env={"OPENAI_API_KEY": "sk-chat-secret"})
+        assert config.api_key == "sk-chat-secret"
+        parts = RecallParts(store, config, fake_openai.base_url, "chat-model")
+        try:
+            assert parts.embedder is not None
+            assert await parts.embedder.embed_query("hello") == [1.0, 0.0]
+        finally:
+            await parts.aclose()
+        (sent,) = [r for r in other.requests if r.path == "/v1/embeddings"]
+        assert "authorization" not in sent.headers
+        assert sent.body["model"] == "minilm"
+        assert _embedding_requests(fake_openai) == 0
+
+    # The chat backend's own URL as embeddings_url is the same host: it keeps the key.
+    fake_openai.routes[EMBEDDINGS] = vector
+    config.recall.embeddings_url = fake_openai.base_url
+    parts = RecallParts(store, config, fake_openai.base_url, "chat-model")
+    try:
+        assert parts.embedder is not None
+        assert await parts.embedder.embed_query("hello") == [1.0, 0.0]
+    finally:
+        await parts.aclose()
+    sent = fake_openai.requests[-1]
+    assert sent.path == "/v1/embeddings"
+    assert sent.headers["authorization"] == "Bearer sk-chat-secret"

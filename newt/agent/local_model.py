@@ -3,13 +3,15 @@
 The UI imports only the agent layer (docs/design.md); this module hands it the
 backend's local setup (fetch SmolLM2-135M-Instruct, build llama-server, with
 progress) and a managed llama-server for the rest of the app's life.
+`newt --local` also runs a second, small llama-server with all-MiniLM-L6-v2
+for recall by meaning when that model is in the cache (local_embeddings_server).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from newt.backend.local_server import LocalLlamaServer, reply_token_cap
+from newt.backend.local_server import LocalLlamaServer, embeddings_server, reply_token_cap
 from newt.backend.local_setup import (
     Plan,
     Progress,
@@ -19,6 +21,7 @@ from newt.backend.local_setup import (
     ensure_local_model,
     plan,
 )
+from newt.config import Config
 
 __all__ = [
     "LocalLlamaServer",
@@ -28,8 +31,10 @@ __all__ = [
     "SetupCancelled",
     "SetupError",
     "ensure_local_model",
+    "local_embeddings_server",
     "plan",
     "start_local_server",
+    "use_local_embeddings",
 ]
 
 
@@ -42,3 +47,26 @@ async def start_local_server(binary: Path, model: Path) -> LocalLlamaServer:
     server = LocalLlamaServer(model, binary=binary, extra_args=["-n", str(reply_token_cap())])
     await server.astart()
     return server
+
+
+def local_embeddings_server(config: Config) -> LocalLlamaServer | None:
+    """The embeddings server to run beside a local chat model, not yet started.
+
+    None when the config turns embeddings off or names an embeddings server of
+    its own, or when the MiniLM GGUF is not in the cache (scripts/get_llama_server.sh
+    makes it): then recall is by words, exactly as without it.
+    """
+    if config.recall.embeddings == "off" or config.recall.embeddings_url:
+        return None
+    return embeddings_server()
+
+
+def use_local_embeddings(config: Config, server: LocalLlamaServer) -> None:
+    """Point this run's recall at the managed embeddings server.
+
+    Its port changes every run, so the vectors' space is named after the model
+    alone: the next `newt --local` finds the vectors of this one.
+    """
+    config.recall.embeddings_url = server.base_url
+    config.recall.embedding_model = server.model_name
+    config.embedding_space = f"newt --local {server.model_name}"

