@@ -213,6 +213,10 @@ async def test_fork_copies_the_turns_up_to_there(fake_openai: FakeOpenAI) -> Non
     # the copies share the originals' recall records (one per fact in the index)
     copies = [t for t in await session.log.history() if t.kind == "turn"][:2]
     assert all(t.copied_from is not None for t in copies)
+    originals = [t for t in await session.store.turns.for_conversation(parent.id)][:2]
+    # the footer figures come along (the copies show the same tokens and speed)
+    assert [t.prompt_tokens for t in copies] == [t.prompt_tokens for t in originals]
+    assert copies[0].prompt_tokens is not None
     assert session.log.resident_keys() >= {t.record_key for t in copies}
     live = state(session)
     await session.close()
