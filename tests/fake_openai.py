@@ -28,13 +28,17 @@ Also served: ``GET /health``, ``GET /props`` (``n_ctx``; 404 when None),
 that error, ``models_delay_s`` pauses first), ``GET /api/tags`` in Ollama's
 form when ``ollama_tags`` is set, any route put in ``routes``, and for other processes
 ``POST /__fake__/script`` (a JSON list as for ``--script``) and
-``GET /__fake__/requests``.
+``GET /__fake__/requests``. With ``accepts_images=False`` (``--no-images``) a
+request carrying an ``image_url`` part gets llama-server's answer for a model
+without a multimodal projector (500, ``LLAMA_NO_IMAGES``); otherwise each image
+adds ``IMAGE_TOKENS`` to the reported prompt size.
 
 Standalone (another process, e.g. the TUI tmux test)::
 
     python -m tests.fake_openai --port 8099 [--n-ctx 4096] [--reply-text TEXT]
         [--tokens-per-reply N] [--delay S] [--chunk-size N] [--script FILE.json]
         [--models ID[=N_CTX],...] [--models-status 404] [--models-delay S] [--ollama-tags]
+        [--no-images]
 
 It prints ``fake_openai listening on http://127.0.0.1:PORT/v1`` once ready.
 A script file (or ``$NEWT_FAKE_OPENAI_SCRIPT``) is a JSON list of
@@ -241,8 +245,12 @@ class FakeOpenAI:
         n_ctx: int | None = 4096,
         model: str = "fake-model",
         default_reply: Reply | None = None,
+        accepts_images: bool = True,
     ) -> None:
         self.host = host
+        # False: a request with an image part gets llama-server's answer when it
+        # has no multimodal projector (500, measured on build 11434).
+        self.accepts_images = accepts_images
         self.port = port
         self.n_ctx = n_ctx
         self.model = model
@@ -427,6 +435,9 @@ class _Handler(BaseHTTPRequestHandler):
     # -- chat completions --
 
     def _chat(self, request: dict[str, Any]) -> None:
+        if not self.fake.accepts_images and _image_parts(request):
+            self._send_json(500, LLAMA_NO_IMAGES)
+            return
         reply = self.fake._next_reply()
         if not self.fake._pause(reply.first_byte_delay_s):
             return
@@ -524,6 +535,27 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+LLAMA_NO_IMAGES = {
+    "error": {
+        "code": 500,
+        "message": "image input is not supported - hint: if this is unexpected, "
+        "you may need to provide the mmproj",
+        "type": "server_error",
+    }
+}
+IMAGE_TOKENS = 256  # what one image adds to prompt_tokens (Gemma 3's projector)
+
+
+def _image_parts(request: dict[str, Any]) -> int:
+    return sum(
+        1
+        for m in request.get("messages") or []
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
+        for p in m["content"]
+        if isinstance(p, dict) and p.get("type") == "image_url"
+    )
+
+
 def _estimate(chars: int) -> int:
     return math.ceil(chars / 4)
 
@@ -535,6 +567,8 @@ def _usage(reply: Reply, text: str, request: dict[str, Any]) -> dict[str, Any]:
         if isinstance(m, dict)
     )
     prompt = reply.prompt_tokens if reply.prompt_tokens is not None else _estimate(prompt_chars)
+    if reply.prompt_tokens is None:
+        prompt += IMAGE_TOKENS * _image_parts(request)
     args_chars = sum(len(_arguments(c)) for c in reply.tool_calls)
     completion = reply.completion_tokens
     if completion is None:  # reasoning tokens are completion tokens, as real servers count
@@ -681,6 +715,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--ollama-tags", action="store_true", help="serve --models at /api/tags, 404 /v1/models"
     )
+    parser.add_argument(
+        "--no-images", action="store_true", help="refuse image parts as llama-server does"
+    )
     args, _ignored = parser.parse_known_args(argv)
 
     default = Reply(delay_s=args.delay)
@@ -696,6 +733,7 @@ def main(argv: list[str] | None = None) -> None:
         n_ctx=None if args.no_props else args.n_ctx,
         model=args.model_name,
         default_reply=default,
+        accepts_images=not args.no_images,
     )
     if args.models:
         entries = [item.partition("=") for item in args.models.split(",") if item]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from newt.agent.reply_stats import ReplyStats, TokenTally
 from newt.store import Database, ReplyDetails, Store
-from newt.store.migrations import m008_conversation_settings
+from newt.store.migrations import MIGRATIONS, m008_conversation_settings
 
 
 async def test_v6_turns_upgrade_and_fall_back_to_the_memory_figures(tmp_path: Path) -> None:
@@ -81,7 +81,7 @@ async def test_a_database_migrated_to_8_before_7_existed_gets_7(tmp_path: Path) 
 
     async with await Store.open(path) as store:
         cur = await store.db.conn.execute("SELECT version FROM schema_migrations ORDER BY 1")
-        assert [r[0] for r in await cur.fetchall()] == [1, 2, 3, 4, 5, 6, 7, 8]
+        assert [r[0] for r in await cur.fetchall()] == [v for v, _, _ in MIGRATIONS]
         conv = await store.conversations.create(title="t")
         turn = await store.turns.add_pending(conv.id, "q")
         await store.turns.complete(turn, "a", details=ReplyDetails("mulling", 10, 2, 0.1))
@@ -90,4 +90,4 @@ async def test_a_database_migrated_to_8_before_7_existed_gets_7(tmp_path: Path) 
     # and opening it again changes nothing
     async with await Store.open(path) as store:
         cur = await store.db.conn.execute("SELECT count(*) FROM schema_migrations")
-        assert (await cur.fetchone())[0] == 8
+        assert (await cur.fetchone())[0] == len(MIGRATIONS)

@@ -9,12 +9,14 @@ them.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any, TypeVar
 
 from newt.agent import events as ev
 from newt.agent.reply_stats import ReplyStats, TokenTally
 from newt.memory import MemoryProvider
 from newt.store import Conversation, Store, StoredTurn, make_title
+from newt.store.live_log import live_rows
 
 _RESIDENT_STATUSES = ("complete", "interrupted")
 _T = TypeVar("_T")
@@ -36,11 +38,17 @@ class ConversationLog:
         self._seen: tuple[int, int | None, int] = (0, None, 0)
         self.tally = TokenTally()
         """Tokens summed over the conversation's replies (the /memory total)."""
+        # For the next turn only: the turn it replaces (regenerate, edit), marked
+        # when the new one is stored, and what its prompt attached (by reference).
+        self.replacing: int | None = None
+        self.replacing_key: str | None = None  # its recall record: never a capsule meanwhile
+        self.attachments: list[dict[str, Any]] = []
 
     # -- which conversation ------------------------------------------------------
 
     def clear(self) -> None:
         self.conversation = None
+        self.replacing, self.replacing_key, self.attachments = None, None, []
         self._turn_keys, self._record_key = [], None
         self._seen = (0, None, 0)
         self.tally.reset()
@@ -55,12 +63,16 @@ class ConversationLog:
         self.tally.reset(log)
         return log
 
-    def track_resident(self, log: list[StoredTurn], resident_turns: int) -> None:
-        """After a restore: the keys of the `resident_turns` newest turns and the record."""
-        kept = [t for t in log if t.kind == "turn" and t.status in _RESIDENT_STATUSES]
-        records = [t for t in log if t.kind == "compaction"]
-        self._turn_keys = [f"t{t.id}" for t in _newest(kept, resident_turns)]
-        self._record_key = f"c{records[-1].id}" if records else None
+    def track_resident(
+        self, log: list[StoredTurn], resident_turns: int, excluded: Collection[int] = ()
+    ) -> None:
+        """After a restore: the keys of the `resident_turns` newest turns and the record
+        (replaced and `excluded` turns are not part of the conversation)."""
+        live = live_rows(log, excluded)
+        kept = [t for t in live if t.kind == "turn" and t.status in _RESIDENT_STATUSES]
+        records = [t for t in live if t.kind == "compaction"]
+        self._turn_keys = [t.record_key for t in _newest(kept, resident_turns)]
+        self._record_key = records[-1].record_key if records else None
 
     async def ensure(self) -> Conversation:
         if self.conversation is None:
@@ -70,6 +82,7 @@ class ConversationLog:
         return self.conversation
 
     async def history(self) -> list[StoredTurn]:
+        """The whole durable log, replaced turns included (see live_log.live_rows)."""
         if self.conversation is None:
             return []
         return await self.store.turns.for_conversation(self.conversation.id)
@@ -85,7 +98,8 @@ class ConversationLog:
     async def begin(self, text: str) -> int:
         """Persist the user's words (pending) before anything is sent."""
         conv = await self.ensure()
-        turn_id = await self.store.turns.add_pending(conv.id, text)
+        attachments, self.attachments = self.attachments, []
+        turn_id = await self.store.turns.add_pending(conv.id, text, attachments=attachments)
         if not conv.title:
             conv.title = make_title(text)  # the store titled it the same way
         rows, _, pending = self._seen
@@ -112,7 +126,9 @@ class ConversationLog:
             tokens_out=tokens_out,
             tool_events=tool_events,
             details=(stats or ReplyStats(None, None, None)).details(thinking),
+            replaces=self.replacing,
         )
+        self.replacing = self.replacing_key = None
         self.tally.add(turn_id, stats)
         self._settled()
         self._turn_keys.append(f"t{turn_id}")
@@ -159,8 +175,9 @@ class ConversationLog:
 
     def resident_keys(self) -> set[str]:
         keys = set(self._turn_keys)
-        if self._record_key is not None:
-            keys.add(self._record_key)
+        for key in (self._record_key, self.replacing_key):
+            if key is not None:
+                keys.add(key)
         return keys
 
 

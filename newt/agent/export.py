@@ -9,6 +9,7 @@ from pathlib import Path
 
 from newt.files import write_private
 from newt.store import Conversation, Store, StoredTurn
+from newt.store.live_log import live_rows
 from newt.text import strip_terminal_escapes
 
 
@@ -63,7 +64,8 @@ def _turn_md(turn: StoredTurn) -> str:
 
 
 async def export_conversation(store: Store, conv: Conversation, fmt: str) -> str:
-    turns = await store.turns.for_conversation(conv.id)
+    # the conversation as it stands: turns replaced by regenerate/edit are left out
+    turns = live_rows(await store.turns.for_conversation(conv.id))
     if fmt == "json":
         payload = {
             "id": conv.id,
@@ -71,6 +73,7 @@ async def export_conversation(store: Store, conv: Conversation, fmt: str) -> str
             "model": conv.model,
             "created_at": conv.created_at,
             "updated_at": conv.updated_at,
+            "parent_id": conv.parent_id,
             "turns": [
                 {
                     "kind": t.kind,

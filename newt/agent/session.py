@@ -23,6 +23,7 @@ from typing import Any
 from newt.agent import events as ev
 from newt.agent.background_summary import BackgroundSummary
 from newt.agent.capability_tracker import CapabilityTracker
+from newt.agent.conversation_edits import ConversationEdits
 from newt.agent.conversation_log import ConversationLog
 from newt.agent.conversation_settings import SettingsControls
 from newt.agent.errors import (
@@ -42,7 +43,7 @@ from newt.agent.provider_setup import make_client, session_provider
 from newt.agent.recall_parts import RecallParts
 from newt.agent.toolset import ToolContext, tool_handlers
 from newt.agent.turn import TurnContext, TurnRunner
-from newt.agent.views import HistoryEntry, history_entries
+from newt.agent.turn_attachments import TurnAttachments
 from newt.backend.client import ChatClient
 from newt.config import Config
 from newt.mcp.tooling import McpTools
@@ -51,12 +52,13 @@ from newt.memory.notes import NoteBook
 from newt.memory.restore import conversation_turns_from_log
 from newt.recall import RetentionReport
 from newt.store import Conversation, MemoryRecord, Store
+from newt.store.live_log import live_rows
 from newt.store.writer_lock import conversation_writer
 
 log = logging.getLogger(__name__)
 
 
-class ChatSession(McpControls, SettingsControls):
+class ChatSession(ConversationEdits, McpControls, SettingsControls):
     def __init__(self, config: Config, store: Store, client: ChatClient) -> None:
         self.config = config
         self.store = store
@@ -239,7 +241,7 @@ class ChatSession(McpControls, SettingsControls):
         self.provider.reset()
         stored = await self.log.load(conv)
         self.provider.restore_turns(conversation_turns_from_log(stored))
-        await self._settings_for_loaded(conv, stored)  # before any figure is read
+        await self._settings_for_loaded(conv, live_rows(stored))  # before any figure is read
         self.log.track_resident(stored, self.provider.resident_turns())
         self.last_retention = None
         self.mcp.reset_conversation()
@@ -251,9 +253,6 @@ class ChatSession(McpControls, SettingsControls):
     async def _reload_current(self) -> None:
         if self.conversation is not None:
             await self._reload(self.conversation)
-
-    async def history(self) -> list[HistoryEntry]:
-        return history_entries(await self.log.history())
 
     async def list_conversations(self) -> list[Conversation]:
         return await self.store.conversations.list()
@@ -346,7 +345,7 @@ class ChatSession(McpControls, SettingsControls):
         per = max(1, self.config.estimation.chars_per_token)
         return -(-len(text) // per)
 
-    def turn_context(self) -> TurnContext:
+    def turn_context(self, attachments: TurnAttachments | None = None) -> TurnContext:
         tools = ToolContext(
             notebook=self.notes,
             notes=self.store.notes,
@@ -364,11 +363,15 @@ class ChatSession(McpControls, SettingsControls):
             tokens_for=self.estimate_tokens,
             extra_tools=self.mcp if self.mcp.configured else None,
             settings=self.settings,
+            attachments=attachments,
         )
 
-    async def send(self, text: str) -> AsyncGenerator[ev.AgentEvent, None]:
-        """Run one user turn (see newt.agent.turn). Cancelling keeps the partial reply."""
-        if not text.strip():
+    async def send(
+        self, text: str, *, replace_last: bool = False
+    ) -> AsyncGenerator[ev.AgentEvent, None]:
+        """Run one user turn (see newt.agent.turn). Cancelling keeps the partial reply.
+        `replace_last`: the turn replaces the last one (regenerate with "", edit)."""
+        if not text.strip() and not replace_last:
             raise SessionError("the message is empty")
         await self.probed()  # the turn is budgeted for what the backend said
         async with self.lock:
@@ -381,7 +384,8 @@ class ChatSession(McpControls, SettingsControls):
                 await self.summaries.preempt()  # the user's turn goes first
                 if await self.log.changed_elsewhere() and self.conversation is not None:
                     await self._load(self.conversation)  # build on what the other one wrote
-                runner = TurnRunner(self.turn_context(), text)
+                text, attached = await self._before_turn(text, replace_last)
+                runner = TurnRunner(self.turn_context(attached), text)
                 try:
                     async with aclosing(runner.run()) as events:
                         async for event in events:
@@ -392,6 +396,7 @@ class ChatSession(McpControls, SettingsControls):
                             yield event
                 finally:
                     self.last_retention = runner.last_retention
+                    self._end_replacement()
         self.summaries.start()
         self.recall_parts.stored()  # the turn (and any record) can be embedded now
 

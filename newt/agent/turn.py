@@ -37,8 +37,14 @@ from newt.agent.tools import (
     run_tool,
     tool_call_message,
 )
+from newt.agent.turn_attachments import TurnAttachments
 from newt.backend.client import ChatClient, ChatResult, TextDelta
-from newt.backend.errors import BackendError, ContextLengthExceededError, ToolsUnsupportedError
+from newt.backend.errors import (
+    BackendError,
+    ContextLengthExceededError,
+    ImagesUnsupportedError,
+    ToolsUnsupportedError,
+)
 from newt.backend.types import ThinkingDelta
 from newt.chat_settings import ChatSettings
 from newt.memory import CompactingProvider, MemMessage, MemoryProvider, TurnMetrics, Usage
@@ -72,6 +78,8 @@ class TurnContext:
     """MCP servers' tools: started once the turn is persisted, then offered beside ours."""
     settings: ChatSettings = field(default_factory=ChatSettings)
     """The conversation's own parameters (sent when set) and reply cap (the reserve)."""
+    attachments: TurnAttachments | None = None
+    """Image parts of the new message (this request only) and what the backend teaches."""
 
 
 class ExtraTools(Protocol):
@@ -151,6 +159,8 @@ class TurnRunner:
             await asyncio.shield(self._finish(turn_id, "interrupted"))
             raise
         except BackendError as exc:
+            if isinstance(exc, ImagesUnsupportedError) and s.attachments is not None:
+                exc.message = await s.attachments.rejected(exc)
             yield ev.TurnError(exc.message, exc.retryable, type(exc).__name__)
             if self.p.reply:
                 # e.g. a malformed chunk mid-reply: keep what arrived, like a cancel
@@ -188,6 +198,9 @@ class TurnRunner:
             )
             yield self.p.done(turn_id, "failed", s.tokens_for)
             return
+        if s.attachments is not None:
+            with contextlib.suppress(Exception):  # a cache write must not fail the turn
+                await s.attachments.accepted()
         usage = self.p.usage()
         if usage is not None:
             yield usage
@@ -196,11 +209,11 @@ class TurnRunner:
     async def _finish(self, turn_id: int, status: str) -> list[ev.Compacted]:
         """Persist the turn, then tell the provider, then persist any compaction record."""
         s, p = self.s, self.p
-        # The capsules rode in this request only, so they are not part of the
-        # conversation's size: the anchor is the reported prompt without them.
+        # The capsules (and images) rode in this request only, so they are not part
+        # of the conversation's size: the anchor is the reported prompt without them.
         tokens_in = None
         if p.prompt_tokens is not None:
-            tokens_in = max(0, p.prompt_tokens - s.tokens_for(p.evidence))
+            tokens_in = max(0, p.prompt_tokens - s.tokens_for(p.evidence) - self._image_tokens())
         # the reasoning never goes back to the model: the memory counts the answer only
         tokens_out = None
         if p.prompt_tokens is not None:
@@ -316,9 +329,13 @@ class TurnRunner:
         s = self.s
         ceiling, reserve = s.capabilities.ceiling_and_reserve(s.settings.max_tokens)
         required = s.tokens_for(messages[-1].content) + reserve + self._schema_tokens()
+        required += self._image_tokens()
         if getattr(s.provider, "last_reported", None) is None:
             required += s.tokens_for(messages[0].content)
         return ceiling, required
+
+    def _image_tokens(self) -> int:
+        return self.s.attachments.image_tokens if self.s.attachments is not None else 0
 
     def _fits(self, messages: list[MemMessage]) -> bool:
         usage = self.s.provider.usage()
@@ -394,6 +411,8 @@ class TurnRunner:
         wire: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in messages]
         if p.prompt_estimate is None:
             p.prompt_estimate = sum(s.tokens_for(m.content) for m in messages)
+        if s.attachments is not None:
+            wire[-1]["content"] = s.attachments.user_content(messages[-1].content)
         for round_no in range(MAX_TOOL_ROUNDS + 1):
             use_tools = s.capabilities.supports_tools is not False and round_no < MAX_TOOL_ROUNDS
             result: ChatResult | None = None

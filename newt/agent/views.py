@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from newt.agent.attachments import attachment_names, typed_prompt
 from newt.agent.memory_status import MemoryStatus
 from newt.agent.reply_stats import ReplyStats
 from newt.memory.compaction import record_summary
@@ -72,6 +73,8 @@ class HistoryEntry:
     """The model's reasoning, shown collapsed above the answer."""
     stats: ReplyStats | None = None
     """The reply's footer figures (tokens, speed), where known."""
+    attached: list[str] = field(default_factory=list)
+    """Names of the files the prompt attached (`user` is the prompt as typed)."""
 
 
 def history_entries(turns: Iterable[StoredTurn]) -> list[HistoryEntry]:
@@ -80,7 +83,7 @@ def history_entries(turns: Iterable[StoredTurn]) -> list[HistoryEntry]:
             id=t.id,
             kind=t.kind,
             status=t.status,
-            user=t.user,
+            user=typed_prompt(t.user, t.attachments),
             assistant=t.assistant,
             tool_events=list(t.tool_events),
             error=t.error,
@@ -92,6 +95,7 @@ def history_entries(turns: Iterable[StoredTurn]) -> list[HistoryEntry]:
             summary=record_summary(t.user) if t.kind == "compaction" else "",
             thinking=t.thinking,
             stats=ReplyStats.of_turn(t) if t.kind == "turn" else None,
+            attached=attachment_names(t.attachments),
         )
         for t in turns
     ]

@@ -29,6 +29,7 @@ from newt.backend.errors import (
     BackendTimeoutError,
     BadRequestError,
     ContextLengthExceededError,
+    ImagesUnsupportedError,
     NotFoundError,
     RateLimitedError,
     ServerError,
@@ -86,6 +87,16 @@ _TOOLS_REFUSED = re.compile(
     re.IGNORECASE,
 )
 
+# llama-server without --mmproj answers 500 "image input is not supported - hint:
+# ... provide the mmproj" (measured, build 11434); the others are the words of
+# OpenAI, vLLM, Ollama and LM Studio for a text-only model.
+_IMAGES_REFUSED = re.compile(
+    r"image input is not supported|(does not|doesn't|do not) support (images?|vision)|"
+    r"image_url is only supported|not a multimodal model|images? (are|is) not supported|"
+    r"multimodal (input )?is not (supported|enabled)|unsupported content type.{0,20}image",
+    re.IGNORECASE,
+)
+
 _STREAM_REFUSED = re.compile(
     r"stream(ing)?\b[^.]{0,40}\bnot (supported|allowed|available)|"
     r"(does not|doesn't) support stream",
@@ -100,6 +111,7 @@ def classify_error(
     *,
     sent_tools: bool = False,
     sent_stream: bool = False,
+    sent_images: bool = False,
     model: str | None = None,
     secret: str | None = None,
 ) -> BackendError:
@@ -134,6 +146,10 @@ def classify_error(
             f"The model does not accept tools ({label}){suffix}. "
             "newt continues without tools for this model.",
             status=status,
+        )
+    if sent_images and _IMAGES_REFUSED.search(message):
+        return ImagesUnsupportedError(
+            f"The model does not accept images ({label}){suffix}.", detail=detail, status=status
         )
     if sent_stream and _STREAM_REFUSED.search(message):
         return StreamingUnsupportedError(

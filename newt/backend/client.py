@@ -239,6 +239,7 @@ class ChatClient:
             response.headers,
             sent_tools=bool(body.get("tools")),
             sent_stream=bool(body.get("stream")),
+            sent_images=_has_images(body),
             model=self.model,
             secret=self._api_key,
         )
@@ -346,6 +347,17 @@ class ChatClient:
             f"{self.base_url} closed the connection before replying{why}. Check that the "
             "server is healthy; newt retries this automatically."
         )
+
+
+def _has_images(body: dict[str, Any]) -> bool:
+    """Does any message carry an image part?"""
+    for message in body.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("type") == "image_url" for p in content
+        ):
+            return True
+    return False
 
 
 async def _read_limited(response: httpx.Response) -> str:

@@ -11,6 +11,7 @@ One hierarchy, so callers can catch ``BackendError`` and show ``.message``::
     ├── MalformedStreamError         a chunk that is not the JSON we expect
     ├── ContextLengthExceededError   prompt too big: .prompt_tokens, .context_window
     ├── ToolsUnsupportedError        the model or server refuses ``tools``
+    ├── ImagesUnsupportedError       the model or server refuses an ``image_url`` part
     ├── BadRequestError              any other 4xx
     │   └── StreamingUnsupportedError    the server refuses ``stream: true``
     ├── NotFoundError                404: usually an unknown model name
@@ -110,6 +111,14 @@ class ContextLengthExceededError(BackendError):
 
 class ToolsUnsupportedError(BackendError):
     pass
+
+
+class ImagesUnsupportedError(BackendError):
+    """``detail`` is the server's own words (shown, and remembered per model)."""
+
+    def __init__(self, message: str, *, detail: str = "", status: int | None = None) -> None:
+        super().__init__(message, status=status, retryable=False)
+        self.detail = detail
 
 
 class BadRequestError(BackendError):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Sequence
 
 from newt.memory.types import ConversationTurn
+from newt.store.live_log import live_rows
 from newt.store.models import StoredTurn
 
 # A pending turn never got a reply and a failed one has none: neither was
@@ -12,11 +13,14 @@ from newt.store.models import StoredTurn
 _RESTORED_STATUSES = frozenset({"complete", "interrupted"})
 
 
-def conversation_turns_from_log(stored: Iterable[StoredTurn]) -> list[ConversationTurn]:
+def conversation_turns_from_log(
+    stored: Sequence[StoredTurn], excluded: Collection[int] = ()
+) -> list[ConversationTurn]:
     """Compaction rows become record turns (with resident_turns/used_after);
-    complete and interrupted turns become turns; pending and failed are skipped."""
+    complete and interrupted turns become turns; pending and failed are skipped,
+    and so are replaced turns and `excluded` ones (a regenerate in flight)."""
     turns: list[ConversationTurn] = []
-    for row in stored:
+    for row in live_rows(stored, excluded):
         if row.kind == "compaction":
             turns.append(
                 ConversationTurn(

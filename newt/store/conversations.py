@@ -13,6 +13,7 @@ import aiosqlite
 from newt.store.db import Database
 from newt.store.models import Conversation, ReplyDetails, StoredTurn, TurnStatus
 from newt.store.records import insert_record
+from newt.store.turn_edits import mark_replaced
 
 TITLE_CHARS = 60
 
@@ -43,6 +44,9 @@ def _turn(row: aiosqlite.Row) -> StoredTurn:
         completion_tokens=row["completion_tokens"],
         reply_seconds=row["reply_seconds"],
         tokens_estimated=bool(row["tokens_estimated"]),
+        replaced_by=row["replaced_by"],
+        copied_from=row["copied_from"],
+        attachments=json.loads(row["attachments"] or "[]"),
     )
 
 
@@ -55,12 +59,16 @@ def _conversation(row: aiosqlite.Row) -> Conversation:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         turn_count=row["turn_count"],
+        parent_id=row["parent_id"],
+        parent_title=row["parent_title"],
     )
 
 
 _CONVERSATION_SELECT = """
     SELECT c.*, (SELECT COUNT(*) FROM turns t
-                 WHERE t.conversation_id = c.id AND t.kind = 'turn') AS turn_count
+                 WHERE t.conversation_id = c.id AND t.kind = 'turn'
+                 AND t.replaced_by IS NULL) AS turn_count,
+           (SELECT p.title FROM conversations p WHERE p.id = c.parent_id) AS parent_title
     FROM conversations c
 """
 
@@ -114,6 +122,7 @@ class ConversationRepo:
             _CONVERSATION_SELECT
             + """ WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (
                     SELECT 1 FROM turns t WHERE t.conversation_id = c.id
+                    AND t.replaced_by IS NULL
                     AND (t.user LIKE ? ESCAPE '\\' OR t.assistant LIKE ? ESCAPE '\\'))
                 ORDER BY c.updated_at DESC LIMIT ?""",
             (like, like, like, limit),
@@ -138,14 +147,16 @@ class TurnRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def add_pending(self, conv_id: str, user: str) -> int:
+    async def add_pending(
+        self, conv_id: str, user: str, *, attachments: Sequence[dict[str, object]] = ()
+    ) -> int:
         """Persist the user's words before anything is sent: they must never be lost."""
         now = time.time()
         async with self.db.transaction() as conn:
             cur = await conn.execute(
-                "INSERT INTO turns(conversation_id, kind, status, user, created_at)"
-                " VALUES (?, 'turn', 'pending', ?, ?)",
-                (conv_id, user, now),
+                "INSERT INTO turns(conversation_id, kind, status, user, attachments, created_at)"
+                " VALUES (?, 'turn', 'pending', ?, ?, ?)",
+                (conv_id, user, json.dumps(list(attachments)), now),
             )
             turn_id = cur.lastrowid
             await conn.execute(
@@ -166,11 +177,14 @@ class TurnRepo:
         tokens_out: int | None = None,
         tool_events: Sequence[dict[str, object]] = (),
         details: ReplyDetails | None = None,
+        replaces: int | None = None,
     ) -> None:
         """Finish a pending turn and index it for recall in the same transaction.
 
         Only the user's words and the answer are indexed: the reasoning in
-        `details` is kept for the screen and exports, never recalled."""
+        `details` is kept for the screen and exports, never recalled. With
+        `replaces`, that turn is marked replaced by this one in the same
+        transaction."""
         now = time.time()
         d = details or ReplyDetails()
         async with self.db.transaction() as conn:
@@ -210,6 +224,8 @@ class TurnRepo:
                 turn_id=turn_id,
                 created_at=now,
             )
+            if replaces is not None:
+                await mark_replaced(conn, replaces, turn_id)
 
     async def fail(self, turn_id: int, error: str) -> None:
         """Mark a pending turn failed; its user text stays for a retry."""

@@ -230,6 +230,34 @@ async def m008_conversation_settings(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m009_edits_forks_attachments(conn: aiosqlite.Connection) -> None:
+    # Regenerate/edit keep the old turn, marked with the id of the turn that
+    # replaced it (its recall record is dropped). A fork's turns are copies:
+    # `copied_from` names the original turn, whose recall record they share, so
+    # the fork adds nothing to the index. `attachments` lists what a turn's
+    # prompt attached, by reference (an image is never stored inline).
+    # Backends that refused an image are remembered per model, like tools.
+    await run_script(
+        conn,
+        """
+        ALTER TABLE turns ADD COLUMN replaced_by INTEGER;
+        ALTER TABLE turns ADD COLUMN copied_from INTEGER;
+        ALTER TABLE turns ADD COLUMN attachments TEXT NOT NULL DEFAULT '[]';
+        CREATE INDEX turns_copied_from ON turns(copied_from) WHERE copied_from IS NOT NULL;
+        ALTER TABLE conversations ADD COLUMN parent_id TEXT;
+        ALTER TABLE conversations ADD COLUMN forked_at INTEGER;
+        CREATE TABLE model_image_support (
+            base_url    TEXT NOT NULL,
+            model       TEXT NOT NULL,
+            supported   INTEGER NOT NULL,
+            detail      TEXT NOT NULL DEFAULT '',
+            updated_at  REAL NOT NULL,
+            PRIMARY KEY (base_url, model)
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
@@ -239,6 +267,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (6, "memory_vectors", m006_memory_vectors),
     (7, "reply_details", m007_reply_details),
     (8, "conversation_settings", m008_conversation_settings),
+    (9, "edits_forks_attachments", m009_edits_forks_attachments),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

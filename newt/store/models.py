@@ -19,6 +19,9 @@ class Conversation:
     created_at: float
     updated_at: float
     turn_count: int = 0
+    parent_id: str | None = None
+    """The conversation this one was forked from (None: not a fork)."""
+    parent_title: str | None = None
 
 
 @dataclass
@@ -45,6 +48,18 @@ class StoredTurn:
     """Streaming time from the first token to the last (tool rounds summed)."""
     tokens_estimated: bool = False
     """The counts are newt's estimate: the backend sent no usage."""
+
+    replaced_by: int | None = None
+    """Regenerate/edit: the turn that replaced this one (kept, never sent or recalled)."""
+    copied_from: int | None = None
+    """Fork: the original turn this row copies (its recall record is the original's)."""
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    """What the prompt attached, by reference: {kind, path, size, sha256, mime}."""
+
+    @property
+    def record_key(self) -> str:
+        """The retrieval key of this row's recall record (a copy shares the original's)."""
+        return f"{'c' if self.kind == 'compaction' else 't'}{self.copied_from or self.id}"
 
 
 @dataclass

@@ -46,6 +46,11 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand(
         "preset", "Apply a named preset from the config (a list without NAME)", usage="[name]"
     ),
+    SlashCommand("regenerate", "Answer the last prompt again (replaces that turn)", key="ctrl+r"),
+    SlashCommand("edit", "Edit the last prompt; sending it replaces that turn", key="f4"),
+    SlashCommand(
+        "fork", "Continue from turn N (default: the last) in a new conversation", usage="[N]"
+    ),
     SlashCommand("export", "Write this conversation to a file here", usage="[md|json]"),
     SlashCommand("tools", "MCP servers, their state and tools; switch one", usage="[on|off NAME]"),
     SlashCommand("evidence", "Show or hide the retained-evidence sidebar", key="ctrl+b"),

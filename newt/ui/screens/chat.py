@@ -42,6 +42,7 @@ from newt.ui.format import clean
 from newt.ui.screens.chat_commands import ChatCommands
 from newt.ui.screens.mcp_approval import ask_approval
 from newt.ui.screens.record import RecordScreen
+from newt.ui.screens.turn_modes import turn_events
 from newt.ui.screens.turn_stream import END, Outcome, coalesce, pump
 from newt.ui.session_api import SessionLike
 from newt.ui.widgets.chat_log import ChatLog
@@ -55,7 +56,7 @@ from newt.ui.widgets.entries import (
     compaction_summary,
 )
 from newt.ui.widgets.evidence import EvidenceSidebar
-from newt.ui.widgets.messages import AssistantMessage, ErrorMessage
+from newt.ui.widgets.messages import AssistantMessage, ErrorMessage, MessageFork
 from newt.ui.widgets.prompt import PromptBar
 from newt.ui.widgets.token_meter import TokenMeter
 
@@ -73,6 +74,8 @@ class ChatScreen(Screen[None]):
         Binding("ctrl+b", "command('evidence')", "Evidence"),
         # not in the footer (it would push Help off it): each thinking block names the key
         Binding("ctrl+t", "command('thinking')", "Thinking", show=False),
+        Binding("ctrl+r", "command('regenerate')", "Regenerate", show=False),
+        Binding("f4", "command('edit')", "Edit last", show=False),
         Binding("f1", "command('help')", "Help"),
         Binding("f2", "command('model')", "Model", show=False),
         Binding("f3", "command('settings')", "Settings", show=False),
@@ -193,18 +196,36 @@ class ChatScreen(Screen[None]):
             return
         if text.startswith("//"):
             text = text[1:]
-        if self.send(text):
+        if not self._attachments_ok(text):
+            return  # the prompt stays as typed
+        if self.send(text, "edit" if self.prompt.editing else None):
             self.prompt.remember(event.text)
             self.prompt.set_text("")
 
-    def send(self, text: str) -> bool:
-        """Start a turn; False (and a hint) if one is already running."""
+    def send(self, text: str, mode: str | None = None) -> bool:
+        """Start a turn; False (and a hint) if one is already running. `mode`
+        "regenerate" or "edit": the turn replaces the last one."""
         if self.busy:
             self.notify("A reply is still streaming — press Esc to stop it.", severity="warning")
             return False
         self._set_busy(True)  # before the worker starts, so a fast second Enter is refused
-        self._turn(text)
+        self._turn(text, mode)
         return True
+
+    def _attachments_ok(self, text: str) -> bool:
+        """Check `@path` attachments before anything is sent or the bar is cleared."""
+        check = getattr(self.session, "check_attachments", None)
+        try:
+            if check is not None and "@" in text:
+                check(text)
+        except Exception as exc:
+            self.notify(describe(exc), title="Not sent", severity="error", markup=False)
+            return False
+        return True
+
+    def edit_prompt(self, text: str) -> None:
+        """/edit: the last prompt goes into the bar; sending it replaces that turn."""
+        self.prompt.start_editing(text)
 
     @on(ErrorMessage.RetryRequested)
     def _retry(self, event: ErrorMessage.RetryRequested) -> None:
@@ -229,16 +250,18 @@ class ChatScreen(Screen[None]):
     # -- one turn -----------------------------------------------------------------
 
     @work(exclusive=True, group="turn", exit_on_error=False)
-    async def _turn(self, text: str) -> None:
+    async def _turn(self, text: str, mode: str | None = None) -> None:
         log = self.log_view
         outcome = Outcome()
         view: AssistantMessage | None = None
         queue: asyncio.Queue[Any] = asyncio.Queue()
         pumping: asyncio.Task[None] | None = None
         try:
+            if mode is not None:
+                await log.drop_last_turn()  # the history reloads when the new one is stored
             await log.append(UserEntry(text))
             view = cast(AssistantMessage, await log.append(AssistantEntry()))
-            pumping = asyncio.create_task(pump(self.session.send(text), queue))
+            pumping = asyncio.create_task(pump(turn_events(self.session, text, mode), queue))
             while True:
                 item = await queue.get()
                 if item is END:
@@ -283,7 +306,9 @@ class ChatScreen(Screen[None]):
             self._set_busy(False)
             self.refresh_header()
             self.refresh_meter()
-        await self._after_turn(text, view, outcome)
+            if mode is not None:
+                self.load_conversation()  # shows what is now the conversation
+        await self._after_turn(text if mode != "regenerate" else "", view, outcome)
 
     async def _handle_event(self, view: AssistantMessage, event: Any, outcome: Outcome) -> None:
         if isinstance(event, TextDelta):
@@ -328,8 +353,9 @@ class ChatScreen(Screen[None]):
         self.call_later(
             self.log_view.append, ErrorEntry(message, text if error.retryable else None)
         )
-        # The user's words are never lost: put them back if the prompt is free.
-        if not self.prompt.text.strip():
+        # The user's words are never lost: put them back if the prompt is free
+        # (a failed regenerate has none: the old turn stays).
+        if text and not self.prompt.text.strip():
             self.prompt.set_text(text)
 
     def feedback(self, text: str, level: str = "feedback") -> None:
@@ -340,6 +366,16 @@ class ChatScreen(Screen[None]):
     def run_command(self, parsed: ParsedCommand) -> None:
         """The one dispatcher for typed commands, key bindings and the palette."""
         self.commands.run(parsed)
+
+    @on(MessageFork)
+    def _fork_here(self, event: MessageFork) -> None:
+        """A message's fork key: fork at the turn it belongs to."""
+        entries = self.log_view.entries
+        index = next((i for i, e in enumerate(entries) if e is event.entry), None)
+        if index is not None:
+            turn = sum(isinstance(e, UserEntry) for e in entries[: index + 1])
+            self.run_command(ParsedCommand(BY_NAME["fork"], "fork", str(max(1, turn))))
+            self.prompt.focus_prompt()  # the fork continues from the prompt
 
     @on(EvidenceSidebar.CapsuleSelected)
     def _capsule_selected(self, event: EvidenceSidebar.CapsuleSelected) -> None:

@@ -28,7 +28,17 @@ from newt.ui.widgets.message_keys import copy_text
 
 # Commands that would change the conversation under a reply that is streaming
 # (the session would also make them wait for its lock; refusing says why).
-NOT_WHILE_BUSY = {"new", "resume", "compact", "model", "settings", "preset"}
+NOT_WHILE_BUSY = {
+    "new",
+    "resume",
+    "compact",
+    "model",
+    "settings",
+    "preset",
+    "regenerate",
+    "edit",
+    "fork",
+}
 
 
 def export_path(title: str, conv_id: str, fmt: str, directory: Path) -> Path:
@@ -171,6 +181,25 @@ class ChatCommands(ModelCommands):
             self.screen.feedback("Usage: /tools [on|off NAME]", "warning")
         else:
             self.screen.feedback(report())
+
+    async def cmd_regenerate(self, arg: str) -> None:
+        prompt = await self.session.last_prompt()  # says so when there is none
+        self.screen.send(prompt, "regenerate")
+
+    async def cmd_edit(self, arg: str) -> None:
+        self.screen.edit_prompt(await self.session.last_prompt())
+
+    async def cmd_fork(self, arg: str) -> None:
+        if arg and not arg.isdigit():
+            self.screen.feedback("Usage: /fork [N] (N: the turn to fork at, 1 = the first)")
+            return
+        conv = await self.session.fork(int(arg) if arg else None)
+        self.screen.load_conversation()
+        self.screen.notify(
+            f"Forked into a new conversation ({conv.id[:8]}); /resume lists it under its parent.",
+            timeout=4,
+            markup=False,
+        )
 
     async def cmd_export(self, arg: str) -> None:
         fmt = (arg or "md").lower().lstrip(".")

@@ -26,9 +26,13 @@ SEARCH_DELAY = 0.15  # debounce: one query per pause in typing, not per key
 def conversation_prompt(conv: Conversation, current: bool) -> Content:
     title = one_line(conv.title or "(untitled)", 60)
     mark = "● " if current else "  "
+    parent = getattr(conv, "parent_title", None)
+    forked = getattr(conv, "parent_id", None)
+    fork = ("\n  ↳ fork of " + one_line(parent or forked[:8], 50), "$secondary") if forked else ""
     return Content.assemble(
         (mark, "$accent"),
         (title, "bold"),
+        fork,
         "\n  ",
         (
             f"{conv.id[:8]} · {conv.turn_count} turn{'s' if conv.turn_count != 1 else ''}"

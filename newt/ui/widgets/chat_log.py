@@ -17,7 +17,7 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Static
 
-from newt.ui.widgets.entries import Entry
+from newt.ui.widgets.entries import Entry, UserEntry
 from newt.ui.widgets.messages import widget_for
 from newt.ui.widgets.reply_parts import ThinkingBlock
 
@@ -114,6 +114,14 @@ class ChatLog(VerticalScroll, can_focus=True):
         entry = getattr(widget, "entry", None)
         self.entries = [e for e in self.entries if e is not entry]
         await widget.remove()
+
+    async def drop_last_turn(self) -> None:
+        """Take the last turn (its prompt and all after it) off the view (regenerate, edit)."""
+        last = max(
+            (i for i, e in enumerate(self.entries) if isinstance(e, UserEntry)), default=None
+        )
+        if last is not None:
+            await self.replace_all(self.entries[:last])
 
     async def replace_all(self, entries: Iterable[Entry]) -> None:
         await self.remove_children(self._entry_widgets())

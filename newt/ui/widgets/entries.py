@@ -104,7 +104,8 @@ def entries_from_history(turns: Sequence[HistoryEntry]) -> list[Entry]:
         if turn.kind == "compaction":
             entries.append(CompactionEntry(clean(turn.summary), turn.resident_turns))
             continue
-        entries.append(UserEntry(turn.user))
+        attached = getattr(turn, "attached", None)
+        entries.append(UserEntry(turn.user + ("\n📎 " + ", ".join(attached) if attached else "")))
         parts: list[str | ToolCall] = [
             _tool_call(e, i) for i, e in enumerate(turn.tool_events) if isinstance(e, dict)
         ]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
@@ -40,8 +40,19 @@ if TYPE_CHECKING:
 TOOL_TEXT_LIMIT = 4000  # a huge tool result would cost layout time for no reader benefit
 
 
+class MessageFork(Message):
+    """The fork key on a focused message: fork the conversation at its turn."""
+
+    def __init__(self, entry: Entry) -> None:
+        super().__init__()
+        self.entry = entry
+
+
+FORK_BINDING = Binding("f", "fork_here", "Fork here")
+
+
 class UserMessage(MessageKeys, Static, can_focus=True):
-    BINDINGS: ClassVar[list[BindingType]] = MESSAGE_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*MESSAGE_BINDINGS, FORK_BINDING]
     copy_label = "your message"
 
     def __init__(self, entry: UserEntry) -> None:
@@ -50,6 +61,9 @@ class UserMessage(MessageKeys, Static, can_focus=True):
 
     def copy_source(self) -> str:
         return self.entry.text
+
+    def action_fork_here(self) -> None:
+        self.post_message(MessageFork(self.entry))
 
 
 class NoticeMessage(Static):
@@ -155,8 +169,11 @@ class AssistantMessage(MessageKeys, Vertical, can_focus=True):
     """A reply: its thinking, Markdown segments interleaved with tool-call
     blocks, and a footer with its token counts."""
 
-    BINDINGS: ClassVar[list[BindingType]] = MESSAGE_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = [*MESSAGE_BINDINGS, FORK_BINDING]
     copy_label = "the reply"
+
+    def action_fork_here(self) -> None:
+        self.post_message(MessageFork(self.entry))
 
     def __init__(self, entry: AssistantEntry) -> None:
         super().__init__(classes="message assistant")

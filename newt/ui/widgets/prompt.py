@@ -3,7 +3,10 @@
 Enter sends, ctrl+j (or shift+enter where the terminal reports it) inserts a
 newline, up/down walk earlier prompts while the prompt is empty or still shows
 a recalled one. Typing `/` opens a small menu of matching commands: up/down
-move through it, Tab or Enter takes the highlighted one, Esc closes it.
+move through it, Tab or Enter takes the highlighted one, Esc closes it. A word
+starting with `@` opens the same menu with matching paths (newt.ui.widgets.
+path_completion). After /edit the bar is "editing": sending replaces the last
+turn; emptying the bar ends it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
 from newt.ui.commands import SlashCommand, completions
+from newt.ui.widgets.path_completion import PATH_OPTION, path_options, take_path
 
 NEWLINE_KEYS = ("ctrl+j", "shift+enter", "alt+enter")
 HISTORY_LIMIT = 500
@@ -70,6 +74,7 @@ class PromptBar(Vertical):
         self.history: list[str] = []
         self._history_pos: int | None = None  # index into history while recalling
         self._recalled: str | None = None
+        self.editing = False
 
     def compose(self) -> ComposeResult:
         menu = OptionList(id="slash-menu")
@@ -103,6 +108,21 @@ class PromptBar(Vertical):
         area.load_text(text)
         area.move_cursor(area.document.end)
         self._close_menu()
+        if not text:
+            self.stop_editing()
+
+    def start_editing(self, text: str) -> None:
+        self.set_text(text)
+        self.editing = True
+        self.set_class(True, "-editing")
+        self.area.border_title = "editing the last prompt · Enter replaces it · empty to cancel"
+        self.focus_prompt()
+
+    def stop_editing(self) -> None:
+        if self.editing:
+            self.editing = False
+            self.set_class(False, "-editing")
+            self.area.border_title = None
 
     def focus_prompt(self) -> None:
         self.area.focus()
@@ -125,8 +145,18 @@ class PromptBar(Vertical):
 
     @on(TextArea.Changed, "#prompt-area")
     def _text_changed(self, event: TextArea.Changed) -> None:
+        if not self.area.text:
+            self.stop_editing()
         matches = self._matches()
         menu = self.menu
+        if not matches:
+            paths = path_options(self.area)
+            if paths:
+                menu.set_options(paths)
+                menu.highlighted = 0
+                menu.display = True
+                self.set_class(True, "-menu")
+                return
         exact = len(matches) == 1 and self.area.text == matches[0].title
         if not matches or exact:
             self._close_menu()
@@ -144,6 +174,10 @@ class PromptBar(Vertical):
         if not menu.display or menu.highlighted is None:
             return None
         option = menu.get_option_at_index(menu.highlighted)
+        if (option.id or "").startswith(PATH_OPTION):
+            take_path(self.area, option.id or "")
+            self._close_menu()
+            return None
         matches = {c.name: c for c in self._matches()}
         command = matches.get(option.id or "")
         self._close_menu()
@@ -202,7 +236,8 @@ class PromptBar(Vertical):
         event.stop()
         if self.menu.display:
             command = self._accept_menu()
-            # A command that takes no argument runs at once; others wait for it.
+            # A command that takes no argument runs at once; others wait for it
+            # (and a completed path waits for the rest of the prompt).
             if command is None or command.arg_required:
                 return
         text = self.area.text

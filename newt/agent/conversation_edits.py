@@ -1,0 +1,198 @@
+"""Regenerate, edit and fork: ChatSession's operations that rewrite the conversation.
+
+Regenerate and edit run an ordinary turn (ChatSession.send with
+`replace_last=True`) under the session lock and the conversation's writer
+lock. Before it, the provider is restored from the log *without* the last turn
+(the same restore a reopened conversation gets), so the request carries
+exactly what a fresh session would; the store marks the old turn replaced in
+the transaction that stores the new one. If the new turn fails, nothing was
+marked and the provider is restored with the old turn again.
+
+A fork copies the live log up to a turn into a new conversation (newt.store.
+turn_edits) and switches the session to it: the restore then rebuilds the
+working set, the compaction record and its pending summary from the copies.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from newt.agent.attachments import IMAGE_TOKENS_ESTIMATE, prepare, reload_images, typed_prompt
+from newt.agent.conversation_settings import _anchor_is_before as anchor_is_before
+from newt.agent.conversation_settings import _shift as shift_anchor
+from newt.agent.errors import SessionError
+from newt.agent.turn_attachments import TurnAttachments
+from newt.agent.views import HistoryEntry, history_entries
+from newt.memory.restore import conversation_turns_from_log
+from newt.store import Conversation, StoredTurn
+from newt.store.image_support import ImageSupportRepo
+from newt.store.live_log import live_rows
+from newt.store.turn_edits import fork_conversation
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import AsyncGenerator, Callable
+
+    from newt.agent import events as ev
+    from newt.agent.background_summary import BackgroundSummary
+    from newt.agent.capability_tracker import CapabilityTracker
+    from newt.agent.conversation_log import ConversationLog
+    from newt.memory import MemoryProvider
+    from newt.store import Store
+
+
+class ConversationEdits:
+    """Mixed into ChatSession (the methods use its lock, log and provider)."""
+
+    _replaced_log: list[StoredTurn] | None = None
+    _images: TurnAttachments | None = None  # the last turn's: what it knows about images
+
+    if TYPE_CHECKING:  # what ChatSession provides
+        lock: asyncio.Lock
+        log: ConversationLog
+        provider: MemoryProvider
+        store: Store
+        summaries: BackgroundSummary
+        capabilities: CapabilityTracker
+        base_url: str
+        model: str
+        estimate_tokens: Callable[[str], int]
+
+        def send(
+            self, text: str, *, replace_last: bool = False
+        ) -> AsyncGenerator[ev.AgentEvent, None]: ...
+        def _writer(self) -> Any: ...
+        async def _load(self, conv: Conversation) -> None: ...
+
+    def regenerate(self) -> Any:
+        """Run the last turn's prompt again; the new reply replaces the old turn."""
+        return self.send("", replace_last=True)
+
+    def edit_last(self, text: str) -> Any:
+        """Send `text` in place of the last prompt; the new turn replaces the old one."""
+        if not text.strip():
+            raise SessionError("the message is empty")
+        return self.send(text, replace_last=True)
+
+    async def history(self) -> list[HistoryEntry]:
+        """The conversation as the chat view shows it: replaced turns left out."""
+        return history_entries(live_rows(await self.log.history()))
+
+    async def last_prompt(self) -> str:
+        """The words of the last turn as the user typed them (for /edit)."""
+        turns = [t for t in live_rows(await self.log.history()) if t.kind == "turn"]
+        if not turns:
+            raise SessionError("there is no prompt to edit yet")
+        return typed_prompt(turns[-1].user, turns[-1].attachments)
+
+    def check_attachments(self, text: str) -> None:
+        """Raise AttachmentError for a `@path` that cannot be sent (the UI asks
+        before clearing the prompt; the turn checks again, with what is known
+        about images)."""
+        known = self._images
+        if known is not None and (known.base_url, known.model) != (self.base_url, self.model):
+            known = None
+        prepare(
+            text,
+            cwd=Path.cwd(),
+            context_tokens=self.capabilities.ceiling_and_reserve()[0],
+            tokens_for=self.estimate_tokens,
+            images=known.known if known else None,
+            images_refused=known.refused if known else "",
+        )
+
+    async def _before_turn(self, text: str, replace_last: bool) -> tuple[str, TurnAttachments]:
+        """Inside the locks, before a turn: take the replaced turn out of the
+        working set, expand `@path` mentions (a regenerate sends the stored
+        prompt as it was sent, its images read again by reference)."""
+        repo = ImageSupportRepo(self.store.db)
+        known = await repo.get(self.base_url, self.model)
+        extras = TurnAttachments(repo, self.base_url, self.model)
+        if known is not None:
+            extras.known, extras.refused = known
+        self._images = extras
+        refs: list[dict[str, Any]] = []
+        if replace_last:
+            text, refs = await self._begin_replacement(text)
+        try:
+            if refs:  # a regenerate: the text is already expanded
+                extras.image_parts = reload_images(refs)
+            else:
+                prepared = prepare(
+                    text,
+                    cwd=Path.cwd(),
+                    context_tokens=self.capabilities.ceiling_and_reserve()[0],
+                    tokens_for=self.estimate_tokens,
+                    images=extras.known,
+                    images_refused=extras.refused,
+                )
+                text, refs, extras.image_parts = prepared.text, prepared.refs, prepared.image_parts
+        except SessionError:
+            self._end_replacement()
+            raise
+        extras.image_tokens = len(extras.image_parts) * IMAGE_TOKENS_ESTIMATE
+        self.log.attachments = refs
+        return text, extras
+
+    async def _begin_replacement(self, text: str) -> tuple[str, list[dict[str, Any]]]:
+        """Take the last turn out of the working set. Returns the words to send
+        (a regenerate sends the stored ones) and the attachment references a
+        regenerate carries over."""
+        stored = await self.log.history()
+        turns = [t for t in live_rows(stored) if t.kind == "turn"]
+        if not turns:
+            raise SessionError("there is no turn to regenerate yet")
+        last = turns[-1]
+        await self.summaries.cancel()  # its record described the old working set
+        self._restore(stored, {last.id})
+        self.log.replacing, self.log.replacing_key = last.id, last.record_key
+        self._replaced_log = stored
+        if text:
+            return text, []
+        return last.user, list(last.attachments)
+
+    def _end_replacement(self) -> None:
+        """After the turn: if the new turn was not stored, the old one is still
+        the conversation's, so the working set gets it back."""
+        stored, self._replaced_log = self._replaced_log, None
+        if self.log.replacing is None or stored is None:
+            return
+        self.log.replacing = self.log.replacing_key = None
+        self._restore(stored, set())
+
+    def _restore(self, stored: list[StoredTurn], excluded: set[int]) -> None:
+        """The working set a fresh session restores from `stored` without the
+        `excluded` turns (synchronous: it also runs when a turn is closed)."""
+        self.provider.restore_turns(conversation_turns_from_log(stored, excluded))
+        settings = getattr(self, "_stored", None)  # a system prompt changed since (settings)
+        if (
+            settings is not None
+            and settings.anchor_shift
+            and anchor_is_before(live_rows(stored, excluded), settings.shift_after)
+        ):
+            shift_anchor(self.provider, settings.anchor_shift)
+        self.log.track_resident(stored, self.provider.resident_turns(), excluded)
+
+    async def fork(self, at: int | None = None) -> Conversation:
+        """Fork at turn `at` (1 = the first turn shown; None = the last) into a
+        new conversation, and continue in it."""
+        async with self.lock:
+            source = self.log.conversation
+            if source is None:
+                raise SessionError("nothing to fork yet: this conversation has no turns")
+            async with self._writer():
+                stored = await self.log.history()
+                turns = [t for t in live_rows(stored) if t.kind == "turn"]
+                if not turns:
+                    raise SessionError("nothing to fork yet: this conversation has no turns")
+                if at is not None and not 1 <= at <= len(turns):
+                    raise SessionError(
+                        f"there is no turn {at}: this conversation has {len(turns)} "
+                        f"(/fork N with N from 1 to {len(turns)})"
+                    )
+                target = turns[-1 if at is None else at - 1]
+                current = await self.store.conversations.get(source.id) or source
+                fork = await fork_conversation(self.store.db, current, stored, target.id)
+            await self._load(fork)
+        return fork

@@ -1,0 +1,17 @@
+"""Which session call a turn of the chat screen consumes: a new prompt, a
+regenerate of the last one, or an edit that replaces it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from newt.agent.events import AgentEvent
+from newt.ui.session_api import SessionLike
+
+
+def turn_events(session: SessionLike, text: str, mode: str | None) -> AsyncIterator[AgentEvent]:
+    if mode == "regenerate":
+        return session.regenerate()
+    if mode == "edit":
+        return session.edit_last(text)
+    return session.send(text)
