@@ -276,3 +276,10 @@ def test_print_mode_attaches_and_refuses_like_the_tui(
     assert bad.returncode == 2
     assert "binary file" in bad.stderr and "Traceback" not in bad.stderr
     assert len(fake_openai.chat_requests) == 1
+
+
+def test_a_title_is_what_the_user_typed_not_the_attached_file() -> None:
+    from newt.store import make_title
+
+    stored = 'explain @code.py please\n\n<attachment path="code.py">\ndef add(a, b):\n</attachment>'
+    assert make_title(stored) == "explain @code.py please"

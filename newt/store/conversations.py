@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -18,9 +19,14 @@ from newt.store.turn_edits import mark_replaced
 TITLE_CHARS = 60
 
 
+# Attached files ride in the stored prompt (newt/agent/attachments.py); a
+# title is what the user typed, not the file's content.
+_ATTACHMENT = re.compile(r"<attachment path=\"[^\"]*\">.*?</attachment>", re.DOTALL)
+
+
 def make_title(text: str) -> str:
-    """A one-line title from the first user message."""
-    line = " ".join(text.split())
+    """A one-line title from the first user message (attachments left out)."""
+    line = " ".join(_ATTACHMENT.sub(" ", text).split())
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
 
