@@ -69,7 +69,9 @@ def test_locate_tells_evidence_record_and_resident_turns_apart() -> None:
 async def test_a_run_prunes_every_fact_then_asks(
     mode: str, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    fake_openai.n_ctx = 1024
+    # 2,048 tokens: an evidence budget of 256 holds 3 capsules (1,024 held 1,
+    # too few for the near-miss sibling to ride along and be scored)
+    fake_openai.n_ctx = 2048
     proxy = bench.LoggingProxy(fake_openai.base_url.removesuffix("/v1"))
     await proxy.start()
     try:
