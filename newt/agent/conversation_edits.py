@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from newt.agent.attachments import IMAGE_TOKENS_ESTIMATE, prepare, reload_images, typed_prompt
-from newt.agent.conversation_settings import _anchor_is_before as anchor_is_before
-from newt.agent.conversation_settings import _shift as shift_anchor
+from newt.agent.conversation_settings import anchor_is_before, shift_anchor
 from newt.agent.errors import SessionError
 from newt.agent.turn_attachments import TurnAttachments
 from newt.agent.views import HistoryEntry, history_entries

@@ -74,7 +74,7 @@ def effective_system_prompt(settings: ChatSettings) -> str:
     return f"{head}\n{guidance}" if guidance else head
 
 
-def _anchor_is_before(log: Sequence[StoredTurn], shift_after: int | None) -> bool:
+def anchor_is_before(log: Sequence[StoredTurn], shift_after: int | None) -> bool:
     """No row after `shift_after` measured the prompt (a reported turn, or a
     compaction record whose fullness already held the shift)."""
     after = shift_after or 0
@@ -136,8 +136,8 @@ class SettingsControls:
         stored = await self.store.settings.get(conv.id)
         self._stored = stored or StoredSettings()
         self._settings_unsaved = False
-        if stored and stored.anchor_shift and _anchor_is_before(log, stored.shift_after):
-            _shift(self.provider, stored.anchor_shift)
+        if stored and stored.anchor_shift and anchor_is_before(log, stored.shift_after):
+            shift_anchor(self.provider, stored.anchor_shift)
 
     async def _save_new_settings(self) -> None:
         """The first turn created the conversation: store what was set before it."""
@@ -161,7 +161,7 @@ class SettingsControls:
             shift = self.estimate_tokens(compose(new_prompt)) - self.estimate_tokens(
                 compose(old_prompt)
             )
-            _shift(self.provider, shift)
+            shift_anchor(self.provider, shift)
             conv = self.conversation
             newest = (await self.store.turns.shape(conv.id))[1] if conv is not None else None
             if stored.shift_after != newest:  # a turn measured since: start afresh
@@ -212,7 +212,7 @@ class SettingsControls:
         return choices
 
 
-def _shift(provider: Any, tokens: int) -> None:
+def shift_anchor(provider: Any, tokens: int) -> None:
     shift = getattr(provider, "shift_anchor", None)
     if shift is not None:
         shift(tokens)
