@@ -3,8 +3,8 @@
     python benchmarks/memory_answers.py [--set dev|test] [--seeds 1,2] [--quick]
         [--designs first,spread] [--modes on,off] [--embeddings on|off|minilm]
         [--config-value SECTION.KEY=VALUE ...] [--server-arg ARG ...]
-        [--reply-tokens N] [--sampling model-card|server-default] [--threads N]
-        [--binary PATH] [--model GGUF] [--json-out FILE] [-v]
+        [--reply-tokens N] [--threads N] [--binary PATH] [--model GGUF]
+        [--json-out FILE] [-v]
 
 Drives the real `newt -p --json -c` (one subprocess per turn, NEWT_HOME in a
 temporary directory) against llama-server running SmolLM2-135M-Instruct with
@@ -30,10 +30,9 @@ config as shipped) and `off` (`[recall] retained_token_budget = 0`).
 Facts and questions live in benchmarks/memory_answers.toml in two disjoint
 sets: `dev` (free to tune on) and `test` (the one the README reports).
 Replies are capped at --reply-tokens by the server's `-n` (newt sends no cap
-for chat turns; compaction summaries send their own); sampling is the one
-`newt --local` gives the model (its model card's: temperature 0.2, top_p 0.9 for
-SmolLM2) or, with `--sampling server-default`, llama-server's own (temperature
-0.8), with a fixed `--seed` either way. The second table is the time to the next
+for chat turns; compaction summaries send their own); sampling is the
+server's default with a fixed `--seed` (greedy decoding made this model repeat
+its previous reply turn after turn). The second table is the time to the next
 usable prompt: the wall time of each `newt -p` process, for all turns and for
 the turns that compacted.
 """
@@ -655,17 +654,15 @@ def default_paths() -> tuple[Path, Path]:
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    from newt.backend.local_server import LocalLlamaServer, model_card_sampling
+    from newt.backend.local_server import LocalLlamaServer
 
     data = load_data()
     binary, model = default_paths()
     binary = Path(args.binary) if args.binary else binary
     model = Path(args.model) if args.model else model
     config_values = list(args.config_value)
-    # Sampling as `newt --local` runs the model (its model card's, chat_server_args)
-    # or the server's own default; a fixed seed either way.
-    sampling = model_card_sampling(model) if args.sampling == "model-card" else []
-    server_args = ["-n", str(args.reply_tokens), "--seed", "1", *sampling, *args.server_arg]
+    # default sampling (greedy decoding makes this model repeat its last reply), fixed seed
+    server_args = ["-n", str(args.reply_tokens), "--seed", "1", *args.server_arg]
     embed_server = None
     if args.embeddings is not None:
         config_values.append(f"{EMBEDDINGS_KEY}={'off' if args.embeddings == 'off' else 'auto'}")
@@ -716,8 +713,7 @@ async def main_async(args: argparse.Namespace) -> int:
     seeds = ",".join(map(str, args.seeds))
     print(
         f"Memory that answers: SmolLM2-135M-Instruct, llama-server -c {CONTEXT} -t {args.threads}, "
-        f"replies <= {args.reply_tokens} tokens, sampling {args.sampling}, "
-        f"{args.facts} facts per run, seeds {seeds}"
+        f"replies <= {args.reply_tokens} tokens, {args.facts} facts per run, seeds {seeds}"
         + (f", config {' '.join(config_values)}" if config_values else "")
     )
     print("in request: the fact's value was in the request (retained evidence, compaction")
@@ -761,12 +757,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--server-arg", action="append", default=[], help="extra llama-server argument"
     )
     parser.add_argument("--reply-tokens", type=int, default=REPLY_TOKENS)
-    parser.add_argument(
-        "--sampling",
-        choices=("model-card", "server-default"),
-        default="model-card",
-        help="the model card's sampling as `newt --local` runs it, or llama-server's default",
-    )
     parser.add_argument(
         "--threads",
         type=int,

@@ -11,7 +11,6 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
-from pathlib import Path
 from typing import TextIO
 
 from newt import __version__
@@ -177,11 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             base_url, model = args.base_url, args.model
             if args.local is not None:
-                from newt.backend.local_server import LocalLlamaServer, chat_server_args
+                from newt.backend.local_server import LocalLlamaServer, reply_token_cap
 
-                model_path = Path(args.local) if args.local else None
+                # replies capped at the reserve newt keeps free for them
+                cap = ["-n", str(reply_token_cap())]
                 server = stack.enter_context(
-                    LocalLlamaServer(model_path=model_path, extra_args=chat_server_args(model_path))
+                    LocalLlamaServer(model_path=args.local or None, extra_args=cap)
                 )
                 base_url, model = server.base_url, model or server.model_name
             config = load_config(args.config, base_url=base_url, model=model)

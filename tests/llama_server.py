@@ -77,11 +77,6 @@ def obtain_llama_server() -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
-def obtain_instruct_model() -> Path:
-    """SmolLM2-135M-Instruct, the model `newt --local` runs (fetched by the script)."""
-    return _script_paths()[2]
-
-
 def obtain_embedding_model() -> Path:
     """all-MiniLM-L6-v2 as GGUF: from the cache, else made by the script."""
     if embedding_model_path().is_file():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from newt.backend.local_server import LocalLlamaServer, chat_server_args, embeddings_server
+from newt.backend.local_server import LocalLlamaServer, embeddings_server, reply_token_cap
 from newt.backend.local_setup import (
     Plan,
     Progress,
@@ -41,11 +41,10 @@ __all__ = [
 async def start_local_server(binary: Path, model: Path) -> LocalLlamaServer:
     """llama-server on a free loopback port, ready to answer; the caller stops it.
 
-    Replies are capped at the reserve newt keeps free for them, sampling is the
-    model card's (chat_server_args). Call it on the event loop's thread: the
-    server dies with that thread (PR_SET_PDEATHSIG).
+    Replies are capped at the reserve newt keeps free for them. Call it on the
+    event loop's thread: the server dies with that thread (PR_SET_PDEATHSIG).
     """
-    server = LocalLlamaServer(model, binary=binary, extra_args=chat_server_args(model))
+    server = LocalLlamaServer(model, binary=binary, extra_args=["-n", str(reply_token_cap())])
     await server.astart()
     return server
 

@@ -44,14 +44,12 @@ __all__ = [
     "EMBEDDINGS_SERVER_ARGS",
     "LocalLlamaServer",
     "cache_dir",
-    "chat_server_args",
     "default_model_path",
     "embedding_model_path",
     "embeddings_server",
     "find_llama_server",
     "free_port",
     "gemma_model_path",
-    "model_card_sampling",
     "reply_token_cap",
 ]
 
@@ -106,31 +104,6 @@ def reply_token_cap(ctx: int = DEFAULT_CTX) -> int:
     into repeating itself, and a reply past the reserve would not fit.
     """
     return min(1024, ctx // 4)
-
-
-# Sampling the model's authors recommend, passed to llama-server as its defaults
-# (a request's own temperature/top_p from /settings still wins). SmolLM2's model
-# card generates with temperature 0.2, top_p 0.9; llama-server's own default
-# (0.8) made the 135M model wander off what it was shown: replaying 48 saved
-# requests whose retained evidence held the answer (benchmark dev set), the
-# reply carried it 26 times at the server default and 37 times at the card's
-# settings. Other models keep the server's defaults.
-_MODEL_CARD_SAMPLING: dict[str, tuple[str, ...]] = {
-    DEFAULT_MODEL_FILE: ("--temp", "0.2", "--top-p", "0.9"),
-}
-
-
-def model_card_sampling(model_path: Path | None) -> list[str]:
-    """llama-server arguments for the sampling a known model's card recommends."""
-    name = (model_path or default_model_path()).name
-    return list(_MODEL_CARD_SAMPLING.get(name, ()))
-
-
-def chat_server_args(model_path: Path | None = None, ctx: int = DEFAULT_CTX) -> list[str]:
-    """Extra llama-server arguments for the chat model `newt --local` runs:
-    replies capped at the reserve newt keeps free for them, and the model
-    card's sampling."""
-    return ["-n", str(reply_token_cap(ctx)), *model_card_sampling(model_path)]
 
 
 def find_llama_server(binary: str | os.PathLike[str] | None = None) -> Path:
