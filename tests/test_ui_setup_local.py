@@ -8,6 +8,7 @@ tests/fake_openai.py (it speaks llama-server's flags), as in the --local tests.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button, Input, ProgressBar, Static
 
+from newt.backend.local_setup import EMBEDDING_MODEL_FILE
 from newt.config import load_config
 from newt.ui.app import NewtApp
 from newt.ui.screens.setup import SetupScreen
@@ -115,3 +117,52 @@ async def test_a_failed_fetch_stays_on_the_screen_with_the_reason(
         assert "sha256 mismatch" in str(error.render())
         assert app.screen is setup and not setup.query_one("#setup-local", Button).disabled
     assert not (cache / MODEL).exists()
+
+
+async def test_the_local_choice_also_runs_minilm_for_recall_by_meaning(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `newt --local` does: with all-MiniLM-L6-v2 in the cache, a second server
+    serves embeddings, recall is pointed at it, and both stop with the app."""
+    cache = tmp_path / "cache"
+    binary = cache / "llama-server-11434.0.0" / "llama-server"
+    binary.parent.mkdir(parents=True)
+    fake = Path(__file__).with_name("fake_openai.py")
+    starts = tmp_path / "starts.log"
+    binary.write_text(
+        f'#!/bin/sh\necho "$$ $*" >> "{starts}"\nexec "{sys.executable}" "{fake}" "$@"\n'
+    )
+    binary.chmod(0o755)
+    (cache / MODEL).write_bytes(b"GGUF")  # nothing to fetch
+    (cache / EMBEDDING_MODEL_FILE).write_bytes(b"GGUF")
+    monkeypatch.setenv("NEWT_LLAMA_CACHE", str(cache))
+    app = NewtApp(load_config(), discover=no_local_server)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await setup_shown(pilot)
+        await pilot.click("#setup-local")
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "hello there")
+        await wait_idle(pilot, screen)
+        assert [m.entry.text for m in screen.query(AssistantMessage)] == ["ok: hello there"]
+        launched = [line.split() for line in starts.read_text().splitlines()]
+        by_model = {argv[argv.index("-m") + 1]: argv for argv in launched}
+        assert set(by_model) == {str(cache / MODEL), str(cache / EMBEDDING_MODEL_FILE)}
+        embed = by_model[str(cache / EMBEDDING_MODEL_FILE)]
+        assert "--embeddings" in embed
+        port = embed[embed.index("--port") + 1]
+        assert app.config.recall.embeddings_url == f"http://127.0.0.1:{port}/v1"
+        assert app.config.embedding_space == "newt --local all-MiniLM-L6-v2.Q8_0"
+    pids = [int(argv[0]) for argv in launched]
+    for _ in range(200):
+        if not any(_alive(pid) for pid in pids):
+            break
+        await asyncio.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids), "a managed llama-server outlived the app"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")

@@ -3,8 +3,9 @@
 The UI imports only the agent layer (docs/design.md); this module hands it the
 backend's local setup (fetch SmolLM2-135M-Instruct, build llama-server, with
 progress) and a managed llama-server for the rest of the app's life.
-`newt --local` also runs a second, small llama-server with all-MiniLM-L6-v2
-for recall by meaning when that model is in the cache (local_embeddings_server).
+`newt --local` and the first-run choice also run a second, small llama-server
+with all-MiniLM-L6-v2 for recall by meaning when that model is in the cache
+(local_embeddings_server).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "ensure_local_model",
     "local_embeddings_server",
     "plan",
+    "start_local_embeddings",
     "start_local_server",
     "use_local_embeddings",
 ]
@@ -59,6 +61,19 @@ def local_embeddings_server(config: Config) -> LocalLlamaServer | None:
     if config.recall.embeddings == "off" or config.recall.embeddings_url:
         return None
     return embeddings_server()
+
+
+async def start_local_embeddings(config: Config) -> LocalLlamaServer | None:
+    """MiniLM beside a local chat model, started and set as this run's recall
+    embeddings; None when there is none to start (local_embeddings_server).
+    Raises LocalServerError when it does not start: recall then goes by words.
+    Call it on the event loop's thread, like start_local_server."""
+    server = local_embeddings_server(config)
+    if server is None:
+        return None
+    await server.astart()
+    use_local_embeddings(config, server)
+    return server
 
 
 def use_local_embeddings(config: Config, server: LocalLlamaServer) -> None:

@@ -78,6 +78,7 @@ class NewtApp(App[None]):
         self._discover = discover
         self._closed = False
         self._local_server: Any = None  # a llama-server started by the first-run choice
+        self._local_embeddings: Any = None  # and MiniLM beside it, for recall by meaning
         self._freeze_startup_heap = freeze_startup_heap
 
     def on_mount(self) -> None:
@@ -176,7 +177,7 @@ class NewtApp(App[None]):
 
     async def _start_local(self, choice: LocalModel) -> bool:
         """The first-run choice to run a model here: llama-server for the rest of the app."""
-        from newt.agent.local_model import start_local_server
+        from newt.agent.local_model import start_local_embeddings, start_local_server
 
         self._say("Starting the local model…")
         try:
@@ -188,6 +189,16 @@ class NewtApp(App[None]):
         self._local_server = server
         self.config.backend.base_url, self.config.backend.model = server.base_url, server.model_name
         self.config.api_key = None  # our own llama-server needs no key; never send one
+        try:  # as `newt --local` does: recall by meaning when MiniLM is cached
+            self._local_embeddings = await start_local_embeddings(self.config)
+        except Exception as exc:
+            self.notify(
+                f"{describe(exc)}\nRecall goes by words.",
+                title="The embeddings model did not start",
+                severity="warning",
+                timeout=8,
+                markup=False,
+            )
         return True
 
     async def _open_requested_conversation(self, session: SessionLike) -> None:
@@ -238,8 +249,9 @@ class NewtApp(App[None]):
         if self.session is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.session.close(), CLOSE_TIMEOUT)
-        if self._local_server is not None:
-            self._local_server.stop()
+        for server in (self._local_embeddings, self._local_server):
+            if server is not None:
+                server.stop()
 
 
 def freeze_startup_heap() -> None:
