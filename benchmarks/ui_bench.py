@@ -68,7 +68,8 @@ def seed(db_path: Path, conversations: int, turns_each: int, reply_words: int = 
             last = conv_id
             t0 = now - (conversations - c) * 60
             conn.execute(
-                "INSERT INTO conversations VALUES (?, ?, 'fake-model', '', ?, ?)",
+                "INSERT INTO conversations(id, title, model, base_url, created_at, updated_at)"
+                " VALUES (?, ?, 'fake-model', '', ?, ?)",
                 (conv_id, f"Conversation number {c}", t0, t0),
             )
             turns, records = [], []

@@ -1,11 +1,15 @@
 """newt's Textual app and the `run_tui` entry point.
 
-Startup (a worker, so the first frame is drawn at once): find or ask for a
-backend, open the agent session (which opens the database it owns), then
-resume a conversation if asked and show the chat screen. Problems become an
-error screen with Retry / Change backend / Quit, never a traceback. The
-session is always closed, also when the app dies: its open database
-connection keeps a non-daemon thread alive and would hang the process at exit.
+Startup: with a backend configured, the chat screen is drawn at once, before
+the agent session exists, and takes typing; a worker then imports the agent
+(recall, memory, the HTTP client: in a thread, so keys still echo), opens the
+session (which opens the database it owns), resumes a conversation if asked
+and hands the session to the screen, which then sends anything submitted
+meanwhile. Without a backend the worker first finds or asks for one behind a
+status screen. Problems become an error screen with Retry / Change backend /
+Quit, never a traceback. The session is always closed, also when the app dies:
+its open database connection keeps a non-daemon thread alive and would hang
+the process at exit.
 """
 
 from __future__ import annotations
@@ -13,23 +17,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import importlib
 import inspect
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from newt.agent.views import StoreError
 from newt.config import Config, default_config_path
 from newt.ui.command_palette import SlashCommandProvider
 from newt.ui.errors import describe
 from newt.ui.screens.chat import ChatScreen
-from newt.ui.screens.setup import BackendSettings, LocalModel, SetupScreen
 from newt.ui.screens.status import ConnectingScreen, ErrorScreen
 from newt.ui.session_api import SessionLike
+from newt.ui.starting_session import StartingSession
+
+if TYPE_CHECKING:
+    from newt.ui.screens.setup import BackendSettings, LocalModel
 
 OpenSession = Callable[[Config, Callable[[str], None]], Awaitable[SessionLike]]
 Discover = Callable[[], Any]  # () -> (base_url, model) | None, possibly awaitable
@@ -37,7 +44,15 @@ Discover = Callable[[], Any]  # () -> (base_url, model) | None, possibly awaitab
 CLOSE_TIMEOUT = 5.0
 
 
+async def import_agent() -> None:
+    """Import the agent's session with what it brings (recall, memory, the
+    HTTP client, ~0.1 s of CPU) in a thread: the chat screen is already up,
+    and the event loop keeps echoing keys meanwhile."""
+    await asyncio.to_thread(importlib.import_module, "newt.agent.session")
+
+
 async def _open_session(config: Config, on_status: Callable[[str], None]) -> SessionLike:
+    await import_agent()
     from newt.agent.session import ChatSession
 
     session: SessionLike = await ChatSession.open(config, background_probe=True)
@@ -80,6 +95,7 @@ class NewtApp(App[None]):
         self._local_server: Any = None  # a llama-server started by the first-run choice
         self._local_embeddings: Any = None  # and MiniLM beside it, for recall by meaning
         self._freeze_startup_heap = freeze_startup_heap
+        self._early_chat: ChatScreen | None = None  # drawn before the session opened
 
     def on_mount(self) -> None:
         theme = self.config.ui.theme
@@ -87,7 +103,13 @@ class NewtApp(App[None]):
             self.theme = theme
         elif theme:
             self.notify(f"Unknown theme {theme!r} in [ui] theme; using the default.", markup=False)
-        self.push_screen(ConnectingScreen("Starting…"))
+        if self.config.backend.base_url:
+            # The prompt is usable at once; the session opens behind it.
+            stand_in = cast(SessionLike, StartingSession(self.config))
+            self._early_chat = ChatScreen(stand_in, ready=False)
+            self.push_screen(self._early_chat)
+        else:
+            self.push_screen(ConnectingScreen("Starting…"))
         self.start()
 
     # -- startup ------------------------------------------------------------------
@@ -113,13 +135,17 @@ class NewtApp(App[None]):
             self._say(f"Connecting to {self.config.backend.base_url}…")
             try:
                 self.session = await self._open_session(self.config, self._say)
-            except StoreError as exc:
-                await self.push_screen_wait(
-                    ErrorScreen("The database could not be opened", describe(exc), can_retry=False)
-                )
-                self.exit(return_code=1)
-                return
             except Exception as exc:
+                from newt.agent.views import StoreError  # imported with the agent by now
+
+                if isinstance(exc, StoreError):
+                    await self.push_screen_wait(
+                        ErrorScreen(
+                            "The database could not be opened", describe(exc), can_retry=False
+                        )
+                    )
+                    self.exit(return_code=1)
+                    return
                 if type(exc).__name__ == "NoBackendConfigured":
                     # e.g. a base URL but no model: the setup form is the fix.
                     if not await self._ask_backend():
@@ -138,7 +164,10 @@ class NewtApp(App[None]):
                 if choice == "setup" and not await self._ask_backend():
                     return
         await self._open_requested_conversation(self.session)
-        await self.switch_screen(ChatScreen(self.session))
+        if self._early_chat is not None:
+            await self._early_chat.attach(self.session)
+        else:
+            await self.switch_screen(ChatScreen(self.session))
         self.call_after_refresh(self.startup_settled)  # the chat screen is painted
 
     async def _find_backend(self) -> bool:
@@ -160,6 +189,8 @@ class NewtApp(App[None]):
         return await self._ask_backend()
 
     async def _ask_backend(self) -> bool:
+        from newt.ui.screens.setup import LocalModel, SetupScreen  # only without a backend
+
         backend = self.config.backend
         path = self.config.path or default_config_path()
         settings: BackendSettings | LocalModel | None = await self.push_screen_wait(

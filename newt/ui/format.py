@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 
-from newt.agent.views import strip_terminal_escapes
-
 # Meter thresholds, as a share of the budget. The budget itself is already the
 # compaction threshold (e.g. 80% of the window), so "high" means compaction is
 # close rather than that the model is about to overflow.
@@ -15,6 +13,10 @@ HIGH_AT = 0.90
 
 def clean(text: str) -> str:
     """Model or record text made safe to show (no terminal escapes)."""
+    # Imported here: newt.agent.views brings the recall, memory and HTTP
+    # layers, which the first frame must not wait for (see NewtApp).
+    from newt.agent.views import strip_terminal_escapes
+
     return strip_terminal_escapes(text)
 
 

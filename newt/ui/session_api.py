@@ -8,11 +8,12 @@ reaches into memory or backend internals.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from newt.agent.conversation_settings import ChatSettings, ModelChoice
-from newt.agent.events import AgentEvent, Compacted
-from newt.agent.views import ConversationView, HistoryEntry, RecordView, RetentionReport
+if TYPE_CHECKING:  # types only: the first frame must not wait for the agent's imports
+    from newt.agent.conversation_settings import ChatSettings, ModelChoice
+    from newt.agent.events import AgentEvent, Compacted
+    from newt.agent.views import ConversationView, HistoryEntry, RecordView, RetentionReport
 
 
 class SessionLike(Protocol):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from functools import partial
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -23,27 +23,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
-from newt.agent.events import (
-    Compacted,
-    Notice,
-    RetainedEvidence,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnDone,
-    TurnError,
-    UsageReported,
-)
-from newt.agent.views import make_title
 from newt.ui.commands import BY_NAME, ParsedCommand, SlashCommand, parse
 from newt.ui.errors import describe
 from newt.ui.format import clean
 from newt.ui.screens.chat_commands import ChatCommands
 from newt.ui.screens.mcp_approval import ask_approval
-from newt.ui.screens.record import RecordScreen
-from newt.ui.screens.turn_modes import turn_events
-from newt.ui.screens.turn_stream import END, Outcome, coalesce, pump
 from newt.ui.session_api import SessionLike
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.entries import (
@@ -59,6 +43,10 @@ from newt.ui.widgets.evidence import EvidenceSidebar
 from newt.ui.widgets.messages import AssistantMessage, ErrorMessage, MessageFork
 from newt.ui.widgets.prompt import PromptBar
 from newt.ui.widgets.token_meter import TokenMeter
+
+if TYPE_CHECKING:
+    from newt.agent.events import TurnError
+    from newt.ui.screens.turn_stream import Outcome
 
 WIDE = 120  # the evidence sidebar shows by default from this many columns
 
@@ -81,12 +69,34 @@ class ChatScreen(Screen[None]):
         Binding("f3", "command('settings')", "Settings", show=False),
     ]
 
-    def __init__(self, session: SessionLike) -> None:
+    def __init__(self, session: SessionLike, *, ready: bool = True) -> None:
+        """`ready=False`: `session` stands in for one still opening (NewtApp's
+        startup); the screen takes typing, and a prompt or command sent
+        meanwhile waits for `attach()` with the real one."""
         super().__init__()
         self.session = session
         self.busy = False
         self._sidebar_choice: bool | None = None  # None: follow the terminal width
         self.commands = ChatCommands(self)
+        self._ready = asyncio.Event()
+        if ready:
+            self._ready.set()
+        self._mounted = asyncio.Event()
+
+    @property
+    def ready(self) -> bool:
+        """The screen has its real session."""
+        return self._ready.is_set()
+
+    async def attach(self, session: SessionLike) -> None:
+        """The real session, once open: shows its conversation, then lets what
+        was sent meanwhile go (a resumed history first, so it stays above)."""
+        await self._mounted.wait()  # the session may open before the first frame
+        self.session = session
+        self._show_session()
+        if session.conversation is not None:
+            await self._show_history()
+        self._ready.set()
 
     # -- layout ---------------------------------------------------------------
 
@@ -114,15 +124,22 @@ class ChatScreen(Screen[None]):
         return self.query_one(EvidenceSidebar)
 
     def on_mount(self) -> None:
+        self._mounted.set()
+        self._fit_sidebar(self.app.size.width)
+        if not self.ready:
+            self.refresh_header()  # the configured model; no meter until the session is open
+            return
+        self._show_session()
+        if self.session.conversation is not None:
+            self.load_conversation()
+
+    def _show_session(self) -> None:
         set_approver = getattr(self.session, "set_tool_approver", None)
         if set_approver is not None:  # MCP tools with approve = "ask" ask here
             set_approver(partial(ask_approval, self.app))
         self.refresh_header()
         self.refresh_meter()
         self.sidebar.show(self.session.last_retention)
-        self._fit_sidebar(self.app.size.width)
-        if self.session.conversation is not None:
-            self.load_conversation()
 
     def on_resize(self, event: Resize) -> None:
         self._fit_sidebar(event.size.width)
@@ -145,6 +162,8 @@ class ChatScreen(Screen[None]):
             # The store titles a conversation from its first message; the
             # session's copy may not have caught up yet, so derive the same.
             first = next((e for e in self.log_view.entries if isinstance(e, UserEntry)), None)
+            from newt.agent.views import make_title  # not needed for the first frame
+
             title = make_title(first.text) if first else ""
         self.title = title or "new conversation"
         self.sub_title = self.session.model or "no model"
@@ -173,6 +192,9 @@ class ChatScreen(Screen[None]):
     @work(exclusive=True, group="load", exit_on_error=False)
     async def load_conversation(self) -> None:
         """Show the session's current conversation from its durable log."""
+        await self._show_history()
+
+    async def _show_history(self) -> None:
         from newt.ui.widgets.entries import entries_from_history
 
         turns = await self.session.history()
@@ -251,6 +273,12 @@ class ChatScreen(Screen[None]):
 
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def _turn(self, text: str, mode: str | None = None) -> None:
+        # Imported here, with the agent's events: the first frame does not need them.
+        from newt.agent.events import TurnError
+        from newt.ui.screens.turn_modes import turn_events
+        from newt.ui.screens.turn_stream import END, Outcome, coalesce, pump
+
+        await self._ready.wait()  # sent while the session was still opening
         log = self.log_view
         outcome = Outcome()
         view: AssistantMessage | None = None
@@ -311,6 +339,19 @@ class ChatScreen(Screen[None]):
         await self._after_turn(text if mode != "regenerate" else "", view, outcome)
 
     async def _handle_event(self, view: AssistantMessage, event: Any, outcome: Outcome) -> None:
+        from newt.agent.events import (
+            Compacted,
+            Notice,
+            RetainedEvidence,
+            TextDelta,
+            ThinkingDelta,
+            ToolCallFinished,
+            ToolCallStarted,
+            TurnDone,
+            TurnError,
+            UsageReported,
+        )
+
         if isinstance(event, TextDelta):
             await view.write(clean(event.text))
         elif isinstance(event, ThinkingDelta):
@@ -365,6 +406,14 @@ class ChatScreen(Screen[None]):
 
     def run_command(self, parsed: ParsedCommand) -> None:
         """The one dispatcher for typed commands, key bindings and the palette."""
+        if self.ready:
+            self.commands.run(parsed)
+        else:
+            self._run_when_ready(parsed)
+
+    @work(group="starting", exit_on_error=False)
+    async def _run_when_ready(self, parsed: ParsedCommand) -> None:
+        await self._ready.wait()
         self.commands.run(parsed)
 
     @on(MessageFork)
@@ -379,6 +428,8 @@ class ChatScreen(Screen[None]):
 
     @on(EvidenceSidebar.CapsuleSelected)
     def _capsule_selected(self, event: EvidenceSidebar.CapsuleSelected) -> None:
+        from newt.ui.screens.record import RecordScreen  # brings the agent's views
+
         self.app.push_screen(RecordScreen(event.key, self.session.fetch_record))
 
     # -- worker failures ----------------------------------------------------------

@@ -12,7 +12,6 @@ import re
 from collections.abc import Awaitable
 from pathlib import Path
 
-from newt.agent.export import write_export
 from newt.ui.command_host import CommandHost
 from newt.ui.commands import ParsedCommand
 from newt.ui.copying import parse_copy, resolve_copy
@@ -21,7 +20,6 @@ from newt.ui.format import tokens
 from newt.ui.screens.help import HelpScreen
 from newt.ui.screens.memory import MemoryScreen
 from newt.ui.screens.model_commands import ModelCommands
-from newt.ui.screens.picker import PickerScreen
 from newt.ui.session_api import SessionLike
 from newt.ui.widgets.entries import CompactionEntry, compaction_summary
 from newt.ui.widgets.message_keys import copy_text
@@ -89,6 +87,8 @@ class ChatCommands(ModelCommands):
             app.call_later(app.action_quit)
         elif name == "resume" and not parsed.arg:
             current = self.session.conversation.id if self.session.conversation else None
+            from newt.ui.screens.picker import PickerScreen  # brings the agent's views
+
             app.push_screen(PickerScreen(self.session.search_conversations, current), self._picked)
         elif not parsed.arg and self.open_panel(name):
             pass  # /model, /settings and /preset without an argument open their screen
@@ -212,6 +212,8 @@ class ChatCommands(ModelCommands):
             return
         text = await self.session.export(fmt)
         path = export_path(conv.title, conv.id, fmt, Path.cwd())
+        from newt.agent.export import write_export
+
         write_export(path, text)
         self.screen.notify(f"Exported to {path}", title="Export", timeout=6, markup=False)
         self.screen.feedback(f"Exported to {path}")

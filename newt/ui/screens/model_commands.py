@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from newt.agent.conversation_settings import ChatSettings
 from newt.ui.format import tokens
 from newt.ui.screens.choice_picker import Choice as PickerChoice
 from newt.ui.screens.choice_picker import ChoicePickerScreen, model_detail
-from newt.ui.screens.settings import SettingsScreen
 
 if TYPE_CHECKING:
+    from newt.agent.conversation_settings import ChatSettings
     from newt.ui.command_host import CommandHost
     from newt.ui.session_api import SessionLike
 
@@ -49,6 +48,8 @@ class ModelCommands:
         if name == "model":
             app.push_screen(self._model_picker(), self._model_picked)
         elif name == "settings":
+            from newt.ui.screens.settings import SettingsScreen  # brings the agent's settings
+
             session = self.session
             screen = SettingsScreen(
                 session.settings, model=session.model, default_prompt=session.default_system_prompt

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from newt.agent.views import HistoryEntry, ReplyStats
-from newt.agent.views import compaction_summary as record_summary
 from newt.ui.format import clean
+
+if TYPE_CHECKING:
+    from newt.agent.views import HistoryEntry, ReplyStats
 
 
 @dataclass
@@ -77,6 +78,8 @@ Entry = UserEntry | AssistantEntry | CompactionEntry | NoticeEntry | ErrorEntry
 
 def compaction_summary(record: str) -> str:
     """The summary body of a compaction record, without the marker boilerplate."""
+    from newt.agent.views import compaction_summary as record_summary  # see format.clean
+
     return clean(record_summary(record))
 
 

@@ -6,6 +6,8 @@ verbatim excerpt; selecting one asks the screen to fetch the full record.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -14,8 +16,10 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from newt.agent.views import EvidenceCapsule, RetentionReport
 from newt.ui.format import clean, retention_header
+
+if TYPE_CHECKING:
+    from newt.agent.views import EvidenceCapsule, RetentionReport
 
 EXCERPT_CHARS = 400  # the excerpt is already budget-bounded; this only guards layout
 

@@ -20,7 +20,6 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Static
 
-from newt.agent.views import ReplyStats
 from newt.ui.format import clean, one_line
 from newt.ui.widgets.entries import (
     AssistantEntry,
@@ -35,6 +34,7 @@ from newt.ui.widgets.message_keys import MESSAGE_BINDINGS, MessageKeys
 from newt.ui.widgets.reply_parts import ThinkingBlock, footer_text
 
 if TYPE_CHECKING:
+    from newt.agent.views import ReplyStats
     from newt.ui.widgets.streaming_markdown import StreamingMarkdown
 
 TOOL_TEXT_LIMIT = 4000  # a huge tool result would cost layout time for no reader benefit

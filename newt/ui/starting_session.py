@@ -1,0 +1,27 @@
+"""What the chat screen shows while the agent session is still opening.
+
+NewtApp draws the chat screen before it imports the agent and opens the
+session (together ~0.2 s of a cold start), so the prompt takes typing at
+once. Until the screen's `attach()` this stands in for the session with what
+the screen reads to draw itself; the screen holds back turns and commands
+until then, so nothing else of the session is asked of it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from newt.config import Config
+
+
+class StartingSession:
+    conversation: Any = None
+    last_retention: Any = None
+
+    def __init__(self, config: Config) -> None:
+        self.model = config.backend.model or ""
+        self.base_url = config.backend.base_url or ""
+
+    def memory_status(self) -> Any:
+        # The meter stays empty until the real session reports its budget.
+        raise LookupError("the session is still opening")
