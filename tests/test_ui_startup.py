@@ -1,5 +1,7 @@
-"""Issue 14: startup. The prompt is usable before the capability probe answers,
-and the real newt freezes its startup heap out of garbage collection.
+"""Issue 14: startup. The chat screen is drawn before the session opens and
+takes typing; what is sent meanwhile waits for the session. The prompt is
+usable before the capability probe answers, and the real newt freezes its
+startup heap out of garbage collection.
 
 The fake server holds `/props` (llama-server's context size) until the test
 lets it go; the TUI must show the chat screen and take typing meanwhile, and a
@@ -12,15 +14,18 @@ import asyncio
 import gc
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from newt.agent.session import ChatSession
+from newt.config import Config
 from newt.ui.app import NewtApp
-from newt.ui.widgets.messages import AssistantMessage
+from newt.ui.widgets.messages import AssistantMessage, UserMessage
 from tests.agent_helpers import make_config, run_turn
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.test_ui_chat import chat_ready, type_and_send, wait_idle
+from tests.test_ui_support import FakeSession, Step, make_turn
 from tests.test_ui_real import config_for, home, no_local_server  # noqa: F401  (fixture)
 
 
@@ -117,3 +122,61 @@ async def test_apps_in_tests_leave_the_heap_alone(fake_openai: FakeOpenAI) -> No
         await pilot.pause(1.5)  # past the Markdown warm-up, when the real newt freezes
         assert screen.log_view is not None
     assert gc.get_freeze_count() == 0
+
+
+def gated_app(session: FakeSession, gate: asyncio.Event, **kwargs: Any) -> NewtApp:
+    """An app whose session opens only when `gate` is set (a slow cold start)."""
+    config = Config()
+    config.backend.base_url = session.base_url
+    config.backend.model = session.model
+
+    async def open_session(cfg: Config, say: Any) -> Any:
+        await gate.wait()
+        return session
+
+    return NewtApp(config, open_session=open_session, **kwargs)
+
+
+async def test_a_prompt_sent_before_the_session_opens_is_sent_once_it_is() -> None:
+    session = FakeSession()
+    session.script(Step(text="the answer"))
+    gate = asyncio.Event()
+    app = gated_app(session, gate)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await chat_ready(pilot)  # drawn while the session is still opening
+        assert not screen.ready and app.session is None
+        await pilot.press("h", "i")
+        assert screen.prompt.text == "hi"
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert session.sent == []  # held, not lost
+        assert screen.busy  # a second Enter is refused meanwhile, not queued twice
+        await pilot.press("o", "k")
+        assert screen.prompt.text == "ok"  # typing goes on
+        gate.set()
+        await wait_idle(pilot, screen)
+        assert screen.ready and app.session is session
+        assert session.sent == ["hi"]
+        assert [m.entry.text for m in screen.query(AssistantMessage)] == ["the answer"]
+        assert screen.prompt.text == "ok"
+
+
+async def test_a_command_and_a_resumed_history_wait_for_the_session() -> None:
+    session = FakeSession()
+    session.add_conversation("a" * 32, "old talk", [make_turn(1, "earlier question", "old")])
+    session.script(Step(text="new answer"))
+    gate = asyncio.Event()
+    app = gated_app(session, gate, resume="aaa")
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "/note remember the gate")
+        await pilot.pause(0.1)
+        assert session.notes == []
+        await type_and_send(pilot, "next question")
+        gate.set()
+        await wait_idle(pilot, screen)
+        assert session.notes == ["remember the gate"]
+        assert session.sent == ["next question"]
+        users = [m.entry.text for m in screen.query(UserMessage)]
+        assert users == ["earlier question", "next question"]  # the history stays above
+        assert screen.title == "old talk"

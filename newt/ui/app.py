@@ -129,6 +129,9 @@ class NewtApp(App[None]):
             self.exit(return_code=1)
 
     async def _start(self) -> None:
+        if self._early_chat is not None:
+            # The imports below would compete with the first frame for the GIL.
+            await self._early_chat.first_frame()
         if not self.config.backend.base_url and not await self._find_backend():
             return
         while self.session is None:

@@ -82,6 +82,7 @@ class ChatScreen(Screen[None]):
         if ready:
             self._ready.set()
         self._mounted = asyncio.Event()
+        self._painted = asyncio.Event()
 
     @property
     def ready(self) -> bool:
@@ -123,8 +124,13 @@ class ChatScreen(Screen[None]):
     def sidebar(self) -> EvidenceSidebar:
         return self.query_one(EvidenceSidebar)
 
+    async def first_frame(self) -> None:
+        """Returns once the screen has been painted."""
+        await self._painted.wait()
+
     def on_mount(self) -> None:
         self._mounted.set()
+        self.call_after_refresh(self._painted.set)
         self._fit_sidebar(self.app.size.width)
         if not self.ready:
             self.refresh_header()  # the configured model; no meter until the session is open

@@ -14,8 +14,6 @@ from textual.content import Content
 from textual.widgets import TextArea
 from textual.widgets.option_list import Option
 
-from newt.agent.attachments import complete_path
-
 PATH_OPTION = "@path:"
 _WORD = re.compile(r'(?:^|(?<=\s))@([^\s"]*)$')
 
@@ -35,6 +33,10 @@ def path_options(area: TextArea) -> list[Option]:
     if found is None:
         return []
     _, _, typed = found
+    # Imported on first use: attachments brings hashlib (~10 ms), which the
+    # first frame does not need.
+    from newt.agent.attachments import complete_path
+
     names = complete_path(typed, Path.cwd())
     if typed in names:  # a whole file name: Enter sends, the menu must not take it
         return []
