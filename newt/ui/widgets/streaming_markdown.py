@@ -38,6 +38,7 @@ import contextlib
 import copy
 import threading
 import time
+import weakref
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -135,19 +136,54 @@ BIG_BLOCK = 3000  # characters of one block worth rendering off the event loop
 _RENDERER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="newt-markdown")
 
 
+SLICE = 0.004  # seconds of rendering after which input gets a real turn
+BREATH = 0.002  # how long that turn lasts at least
+# Re-renders of text already shown or held above it (a burst's older blocks, a
+# resize) take turns, one at a time per event loop, and leave at least a
+# third of the time to everything else.
+_BACKGROUND: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def background_lock() -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    lock = _BACKGROUND.get(loop)
+    if lock is None:
+        lock = _BACKGROUND[loop] = asyncio.Lock()
+    return lock
+
+
 async def render_blocks_async(
-    blocks: Iterable[Block], width: int, base: Style, console: Console, options: ConsoleOptions
+    blocks: Iterable[Block],
+    width: int,
+    base: Style,
+    console: Console,
+    options: ConsoleOptions,
+    *,
+    background: bool = False,
 ) -> list[Line]:
-    """`render_blocks`, giving the event loop a turn after every block."""
+    """`render_blocks`, giving the event loop turns as it goes.
+
+    A key goes through several message queues (driver, app, screen, widget)
+    before it is painted, each hop one turn of the event loop; a bare
+    `sleep(0)` after every block let a block render between every two hops.
+    Instead, once a slice of time is spent, the loop gets a real pause in
+    which the whole chain runs; `background` work pauses half as long as it ran.
+    """
     loop = asyncio.get_running_loop()
     lines: list[Line] = []
+    started = time.monotonic()
     for block in blocks:
         if len(block.source) > BIG_BLOCK:
             args = (block, width, base, console, options)
             lines += await loop.run_in_executor(_RENDERER, render_block, *args)
         else:
             lines += render_block(block, width, base, console, options)
-        await asyncio.sleep(0)
+        spent = time.monotonic() - started
+        if spent >= SLICE:
+            await asyncio.sleep(max(BREATH, spent / 2) if background else BREATH)
+            started = time.monotonic()
     return lines
 
 
@@ -256,20 +292,24 @@ class RenderedLines(Widget):
 
     async def _render_again(self) -> None:
         try:
-            while True:
-                width, count, base = self._target, len(self.blocks), self.rich_style
-                app = self.app
-                console, options = app.console, app.console_options.update(highlight=False)
-                lines = await render_blocks_async(
-                    self.blocks[:count], width, base, console, options
-                )
-                if (width, count) == (self._target, len(self.blocks)):
-                    self.lines, self._width, self._base = lines, width, base
-                    self.blocks = [bare(b) for b in self.blocks]
-                    self.refresh(layout=True)
-                    return
+            async with background_lock():  # the chunks of a burst render one after another
+                await self._render_again_now()
         finally:
             self._rerender, self._target = None, 0
+
+    async def _render_again_now(self) -> None:
+        while True:
+            width, count, base = self._target, len(self.blocks), self.rich_style
+            app = self.app
+            console, options = app.console, app.console_options.update(highlight=False)
+            lines = await render_blocks_async(
+                self.blocks[:count], width, base, console, options, background=True
+            )
+            if (width, count) == (self._target, len(self.blocks)):
+                self.lines, self._width, self._base = lines, width, base
+                self.blocks = [bare(b) for b in self.blocks]
+                self.refresh(layout=True)
+                return
 
     def on_unmount(self) -> None:
         if self._rerender is not None:
