@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 
 import pytest
@@ -25,7 +26,7 @@ from newt.memory import (
     Usage,
     pieces,
 )
-from newt.memory.calibration import PromptShape
+from newt.memory.calibration import PromptShape, _ascii_pieces, _pieces_by_match
 
 # -- the unit of estimation -------------------------------------------------------
 
@@ -45,6 +46,21 @@ from newt.memory.calibration import PromptShape
 )
 def test_pieces(text: str, expected: float) -> None:
     assert pieces(text) == pytest.approx(expected)
+
+
+def test_ascii_text_counts_the_same_by_the_fast_path() -> None:
+    """ASCII text (most replies) is counted with the regex engine in bulk; it
+    must give what the match-by-match count gives, on every mix of letters,
+    digits, punctuation, underscores, line breaks and odd whitespace."""
+    rng = random.Random(14)
+    alphabet = "ab Z_9 \n\t  \r\x0b\x0c\x1c\x1f.,;{}()[]-+*'\"`#|_\\/0123456789xyzQ"
+    texts = ["", " ", "  ", "\n\n", "def f(x):\n    return x_1 * 2\n"]
+    texts += [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 120))) for _ in range(3000)
+    ]
+    for text in texts:
+        assert _ascii_pieces(text) == pytest.approx(_pieces_by_match(text), abs=1e-9), repr(text)
+    assert pieces("x\n    y") == _pieces_by_match("x\n    y")  # ASCII goes the fast way
 
 
 def test_calibrated_estimation_adds_glue_to_prompt_side_messages() -> None:
