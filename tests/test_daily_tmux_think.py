@@ -68,11 +68,11 @@ def wait_buffer(term: Terminal, text: str, timeout: float = 10.0) -> str:
 
 
 def wait_idle(term: Terminal, timeout: float = 10.0) -> str:
-    """The reply is done: the footer no longer offers to stop it."""
+    """The reply is done: its status line no longer offers to stop it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         screen = term.screen()
-        if "Stop reply" not in screen:
+        if "Esc stops the reply" not in screen:
             return screen
         time.sleep(0.1)
     raise AssertionError(f"the reply never finished; screen:\n{term.screen()}")

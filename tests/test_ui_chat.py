@@ -7,12 +7,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Static
+from textual.widgets._footer import FooterKey
 
 from newt.config import Config
 from newt.ui.app import NewtApp
 from newt.ui.screens.chat import ChatScreen
 from newt.ui.widgets.chat_log import ChatLog
-from newt.ui.widgets.messages import AssistantMessage, ErrorMessage, NoticeMessage, ToolCallBlock
+from newt.ui.widgets.messages import (
+    STOP_HINT,
+    AssistantMessage,
+    ErrorMessage,
+    NoticeMessage,
+    ToolCallBlock,
+)
 from tests.test_ui_support import FakeSession, Step, make_turn, sample_report
 
 
@@ -119,6 +127,29 @@ async def test_escape_cancels_and_keeps_partial_reply() -> None:
         assert 0 < len(reply.entry.text) < len("word " * 200)
         assert session.interrupted and reply.entry.text.startswith(session.interrupted[0][:5])
         assert reply.has_class("-interrupted")
+
+
+async def test_a_reply_starting_and_ending_leaves_the_footer_alone() -> None:
+    """Esc is offered on the streaming reply's status line, not in the footer,
+    so a turn does not re-compose the footer twice (keys waited for it)."""
+    session = FakeSession()
+    gate = asyncio.Event()
+    session.script(Step(text="word " * 50, chunk=5, gate=gate))
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        footer_keys = list(screen.query(FooterKey))
+        await type_and_send(pilot, "long one")
+        await pilot.pause(0.05)
+        status = screen.query_one(AssistantMessage).query_one(".status", Static)
+        assert STOP_HINT in str(status.render())
+        assert "Stop reply" not in " ".join(str(k.render()) for k in screen.query(FooterKey))
+        gate.set()
+        await wait_idle(pilot, screen)
+        assert not status.display
+        assert list(screen.query(FooterKey)) == footer_keys  # the same widgets: no recompose
+        await pilot.press("escape")  # nothing to stop: no error, nothing changes
+        assert screen.query_one(AssistantMessage).entry.status == "complete"
 
 
 async def test_error_restores_prompt_and_retry_resends() -> None:

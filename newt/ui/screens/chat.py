@@ -55,7 +55,10 @@ class ChatScreen(Screen[None]):
     CSS_PATH = "chat.tcss"
     AUTO_FOCUS = "#prompt-area"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "stop", "Stop reply"),
+        # Not in the footer: showing and hiding it re-composed the footer at the
+        # start and end of every reply (20-40 ms in which keys waited); the
+        # streaming reply's status line says it instead (STOP_HINT).
+        Binding("escape", "stop", "Stop reply", show=False),
         Binding("ctrl+n", "command('new')", "New"),
         Binding("ctrl+o", "command('resume')", "Resume"),
         Binding("ctrl+g", "command('memory')", "Memory"),
@@ -186,7 +189,7 @@ class ChatScreen(Screen[None]):
         # on the prompt bar, not the screen: a class on the screen restyles every
         # widget of the log (measured ~60 ms of CPU per turn on a long reply)
         self.prompt.set_class(busy, "-busy")
-        self.refresh_bindings()
+        # No refresh_bindings(): check_action is asked again at every key press.
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop":

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from newt.agent.views import ReplyStats
     from newt.ui.widgets.streaming_markdown import StreamingMarkdown
 
+STOP_HINT = "… Esc stops the reply"  # the status line of a reply while it streams
 TOOL_TEXT_LIMIT = 4000  # a huge tool result would cost layout time for no reader benefit
 
 
@@ -198,7 +199,7 @@ class AssistantMessage(MessageKeys, Vertical, can_focus=True):
         self._show_status()
 
     def _show_status(self) -> None:
-        labels = {"interrupted": "⏹ interrupted", "failed": "✖ failed", "streaming": "…"}
+        labels = {"interrupted": "⏹ interrupted", "failed": "✖ failed", "streaming": STOP_HINT}
         self._status.update(labels.get(self.entry.status, ""))
         self._status.display = self.entry.status != "complete"
         for status in ("streaming", "interrupted", "failed"):
