@@ -52,7 +52,7 @@ from textual.containers import Vertical
 from textual.strip import Strip
 from textual.widget import Widget
 
-from newt.ui.widgets.markdown_blocks import Block, MarkdownBlocks
+from newt.ui.widgets.markdown_blocks import Block, MarkdownBlocks, parse
 
 FRAME = 1 / MAX_FPS
 DUTY = 3  # a pass and its repaint take at most 1/DUTY of the time (the rest is input's)
@@ -99,11 +99,9 @@ def bare(block: Block) -> Block:
 
 
 def _markdown(block: Block) -> RichMarkdown:
-    if not block.tokens:
-        return RichMarkdown(block.source, hyperlinks=False)
     markdown = copy.copy(_TEMPLATE)
     markdown.markup = block.source
-    markdown.parsed = list(block.tokens)
+    markdown.parsed = list(block.tokens) if block.tokens else parse(block.source)
     return markdown
 
 
