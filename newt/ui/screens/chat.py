@@ -282,12 +282,13 @@ class ChatScreen(Screen[None]):
 
     @work(exclusive=True, group="turn", exit_on_error=False)
     async def _turn(self, text: str, mode: str | None = None) -> None:
-        # Imported here, with the agent's events: the first frame does not need them.
+        await self._ready.wait()  # sent while the session was still opening
+        # Imported here, once the app has imported the agent: the first frame
+        # does not need the agent's events.
         from newt.agent.events import TurnError
         from newt.ui.screens.turn_modes import turn_events
         from newt.ui.screens.turn_stream import END, Outcome, coalesce, pump
 
-        await self._ready.wait()  # sent while the session was still opening
         log = self.log_view
         outcome = Outcome()
         view: AssistantMessage | None = None
