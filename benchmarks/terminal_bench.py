@@ -365,7 +365,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="500,2000,8000")
     parser.add_argument("--paces", default="full,50", help="full and/or tokens per second")
     parser.add_argument("--shape", choices=("plain", "markdown"), default="markdown")
-    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=1, help="streamed replies per size and pace")
+    parser.add_argument(
+        "--startup-runs", type=int, default=5, help="launches for the startup median (default 5)"
+    )
     parser.add_argument("--timeout", type=float, default=400.0)
     args = parser.parse_args()
     if shutil.which("tmux") is None:
@@ -377,7 +380,7 @@ def main() -> None:
                 f"stream ({args.shape}; seconds from Enter; keystroke echo median/max;"
                 f" load average {os.getloadavg()[0]:.1f})\n"
                 "tokens pace   | server done | first word | last word | +after server"
-                " | idle  | +after last | CPU s | echo during med/max | echo after"
+                " | idle  | +after last | CPU s | echo during med/max | echo after | load"
             )
             for pace in args.paces.split(","):
                 delay = 0.0 if pace == "full" else 1 / float(pace)
@@ -398,7 +401,8 @@ def main() -> None:
                         f"   {_fmt(med('first_word'))}    |   {_fmt(med('last_word'))}   |"
                         f"    {_fmt(med('last_word') - med('server_done'))}     |"
                         f" {_fmt(med('idle'))} |    {_fmt(med('idle') - med('last_word'))}    |"
-                        f" {_fmt(med('cpu'))} | {_ms(during):19s} | {_ms(after)}",
+                        f" {_fmt(med('cpu'))} | {_ms(during):19s} | {_ms(after)}"
+                        f" | {os.getloadavg()[0]:.1f}",
                         flush=True,
                     )
         if args.only in (None, "startup"):
@@ -406,18 +410,21 @@ def main() -> None:
             home.mkdir()
             seed_home(home)
             server = Server(plain_reply(10), 0.0)
+            load_before = os.getloadavg()[0]
             try:
                 startup_once(newt, home, server.base_url)  # warm the page cache
-                times = [startup_once(newt, home, server.base_url) for _ in range(5)]
+                times = [
+                    startup_once(newt, home, server.base_url) for _ in range(args.startup_runs)
+                ]
             finally:
                 server.close()
             drawn = statistics.median(t[0] for t in times)
             echoed = statistics.median(t[1] for t in times)
             cpu = statistics.median(t[2] for t in times)
             print(
-                f"startup with 1,000 conversations (median of 5): prompt drawn {drawn:.2f} s,"
-                f" first key echoed {echoed:.2f} s (app CPU {cpu:.2f} s by then;"
-                f" load average {os.getloadavg()[0]:.1f})"
+                f"startup with 1,000 conversations (median of {len(times)}): prompt drawn"
+                f" {drawn:.2f} s, first key echoed {echoed:.2f} s (app CPU {cpu:.2f} s by then;"
+                f" load average {load_before:.1f} -> {os.getloadavg()[0]:.1f})"
             )
 
 
