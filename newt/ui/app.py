@@ -44,11 +44,20 @@ Discover = Callable[[], Any]  # () -> (base_url, model) | None, possibly awaitab
 CLOSE_TIMEOUT = 5.0
 
 
+# What the first frame leaves out and the first turn needs.
+AGENT_MODULES = ("newt.agent.session", "newt.agent.views", "newt.ui.screens.turn_stream")
+
+
+def _import_all(names: tuple[str, ...]) -> None:
+    for name in names:
+        importlib.import_module(name)
+
+
 async def import_agent() -> None:
     """Import the agent's session with what it brings (recall, memory, the
     HTTP client, ~0.1 s of CPU) in a thread: the chat screen is already up,
     and the event loop keeps echoing keys meanwhile."""
-    await asyncio.to_thread(importlib.import_module, "newt.agent.session")
+    await asyncio.to_thread(_import_all, AGENT_MODULES)
 
 
 async def _open_session(config: Config, on_status: Callable[[str], None]) -> SessionLike:

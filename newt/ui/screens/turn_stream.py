@@ -8,6 +8,7 @@ itself, and deltas that queued up while the screen rendered go out as one.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,7 @@ from newt.agent.events import AgentEvent, Compacted, TextDelta, ThinkingDelta, T
 from newt.agent.views import ReplyStats
 
 END = object()
+PUMP_SLICE = 0.005  # seconds of the session's work after which the event loop gets a turn
 
 
 @dataclass
@@ -31,12 +33,26 @@ class Outcome:
 async def pump(events: AsyncIterator[AgentEvent], queue: asyncio.Queue[Any]) -> None:
     """Move the session's events into a queue.
 
-    The pump only ever waits inside the session's generator (the queue is
-    unbounded), so cancelling it always interrupts the session itself.
+    The pump waits inside the session's generator (the queue is unbounded),
+    so cancelling it interrupts the session itself. A burst the server sent
+    at once (buffered chunks need no wait) would otherwise be decoded in one
+    stretch: every PUMP_SLICE the pump gives the event loop a turn, and a
+    cancellation that lands there closes the session's generator, which keeps
+    the partial reply just the same.
     """
     try:
+        started = time.monotonic()
         async for event in events:
             queue.put_nowait(event)
+            if time.monotonic() - started >= PUMP_SLICE:
+                try:
+                    await asyncio.sleep(0)
+                except asyncio.CancelledError:
+                    close = getattr(events, "aclose", None)
+                    if close is not None:
+                        await close()
+                    raise
+                started = time.monotonic()
     except Exception as exc:
         queue.put_nowait(exc)
     finally:
