@@ -507,6 +507,7 @@ class Answer:
     rank: int | None = None  # the fact's capsule position in the evidence, if there
     capsules: int = 0
     siblings_in_reply: bool = False  # a near-miss value was named (the reply counts as wrong)
+    siblings: tuple[str, ...] = ()  # the near-miss values (memory_replay.py judges with them)
     messages: list[dict[str, Any]] = field(default_factory=list)  # the question's request
 
 
@@ -577,6 +578,7 @@ async def one_run(
                     reply=turn.reply,
                     pruned=not fact_resident(body, fact, known),
                     siblings_in_reply=wrong,
+                    siblings=fact.siblings,
                     rank=evidence_rank(body, fact.value),
                     capsules=len(capsule_lines(body)),
                     messages=list(body.get("messages") or []),
