@@ -258,7 +258,8 @@ def test_local_runs_a_managed_server_and_stops_it(tmp_path: Path, _isolated_home
         "hello local",
         "--json",
         home=_isolated_home,
-        env={"NEWT_LLAMA_SERVER": str(binary)},
+        # an empty cache: no MiniLM GGUF, so no second server (tests/test_local_embeddings.py)
+        env={"NEWT_LLAMA_SERVER": str(binary), "NEWT_LLAMA_CACHE": str(tmp_path / "cache")},
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
