@@ -277,6 +277,7 @@ class LoggingProxy:
         self.server: asyncio.Server | None = None
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=10.0))
         self.url = ""
+        self.handlers: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
@@ -284,6 +285,11 @@ class LoggingProxy:
         self.url = f"http://127.0.0.1:{port}"
 
     async def close(self) -> None:
+        # Requests still in flight (a detached summary's) end here, quietly:
+        # left to the loop's shutdown they printed CancelledError tracebacks.
+        for task in self.handlers:
+            task.cancel()
+        await asyncio.gather(*self.handlers, return_exceptions=True)
         if self.server is not None:
             self.server.close()
             await self.server.wait_closed()
@@ -294,6 +300,10 @@ class LoggingProxy:
         return taken
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.handlers.add(task)
+            task.add_done_callback(self.handlers.discard)
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
