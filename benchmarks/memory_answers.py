@@ -4,7 +4,7 @@
         [--designs first,spread] [--modes on,off] [--embeddings on|off|minilm]
         [--config-value SECTION.KEY=VALUE ...] [--server-arg ARG ...]
         [--reply-tokens N] [--threads N] [--binary PATH] [--model GGUF]
-        [--json-out FILE] [-v]
+        [--pause-for-summaries] [--json-out FILE] [-v]
 
 Drives the real `newt -p --json -c` (one subprocess per turn, NEWT_HOME in a
 temporary directory) against llama-server running SmolLM2-135M-Instruct with
@@ -32,7 +32,10 @@ sets: `dev` (free to tune on) and `test` (the one the README reports).
 Replies are capped at --reply-tokens by the server's `-n` (newt sends no cap
 for chat turns; compaction summaries send their own); sampling is the
 server's default with a fixed `--seed` (greedy decoding made this model repeat
-its previous reply turn after turn). The second table is the time to the next
+its previous reply turn after turn). With `--pause-for-summaries` each turn
+waits until the background summary of what it pruned has landed (a person's
+pause between messages; in back-to-back `newt -p` runs the next turn preempts
+it and the fallback record stands in). The second table is the time to the next
 usable prompt: the wall time of each `newt -p` process, for all turns and for
 the turns that compacted.
 """
@@ -402,12 +405,45 @@ async def run_newt(home: Path, prompt: str, *, first: bool) -> tuple[dict[str, A
     return payload, wall
 
 
+def summary_writers(home: Path) -> list[int]:
+    """Live `newt --finish-summary` processes of this NEWT_HOME (agent/detached_summary.py)."""
+    mark = f"NEWT_HOME={home}".encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if b"--finish-summary" not in (proc / "cmdline").read_bytes():
+                continue
+            if mark in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+async def summaries_done(home: Path, *, expected: bool, timeout_s: float = 600.0) -> float:
+    """Wait until no detached summary writer of this home is alive; returns the
+    seconds waited. A person's pause between messages, in which the summary of
+    what was pruned lands. After a compacting turn the writer may not have
+    started yet: wait a little for it to appear."""
+    started = time.perf_counter()
+    while expected and not summary_writers(home) and time.perf_counter() - started < 3.0:
+        await asyncio.sleep(0.1)
+    while summary_writers(home) and time.perf_counter() - started < timeout_s:
+        await asyncio.sleep(0.2)
+    return time.perf_counter() - started
+
+
 class Conversation:
-    def __init__(self, proxy: LoggingProxy, home: Path, verbose: bool) -> None:
+    def __init__(
+        self, proxy: LoggingProxy, home: Path, verbose: bool, pause_for_summaries: bool = False
+    ) -> None:
         self.proxy = proxy
         self.home = home
         self.turns: list[Turn] = []
         self.verbose = verbose
+        self.pause_for_summaries = pause_for_summaries
 
     async def say(self, kind: str, text: str) -> Turn:
         self.proxy.take()
@@ -423,8 +459,12 @@ class Conversation:
             output=payload,
         )
         self.turns.append(turn)
+        paused = 0.0
+        if self.pause_for_summaries:
+            paused = await summaries_done(self.home, expected=turn.compacted)
         if self.verbose:
             mark = " [compacted]" if turn.compacted else ""
+            mark += f" [paused {paused:.1f}s for the summary]" if paused >= 0.1 else ""
             for body in turn.requests:
                 what = "chat" if body.get("stream") else "summary"
                 print(
@@ -538,6 +578,7 @@ async def one_run(
     facts: int,
     config_values: Sequence[str],
     verbose: bool,
+    pause_for_summaries: bool = False,
 ) -> RunResult:
     planted = plan_facts(data, set_name, seed, facts)
     fillers = iter(filler_stream(data, set_name, seed))
@@ -545,7 +586,7 @@ async def one_run(
         home = Path(tmp)
         values = list(config_values) + ([RECALL_OFF] if mode == "off" else [])
         write_config(home, proxy.url + "/v1", values)
-        conv = Conversation(proxy, home, verbose)
+        conv = Conversation(proxy, home, verbose, pause_for_summaries)
         known: set[str] = set()
 
         async def say(kind: str, text: str) -> Turn:
@@ -712,6 +753,7 @@ async def main_async(args: argparse.Namespace) -> int:
                                 facts=args.facts,
                                 config_values=config_values,
                                 verbose=args.verbose,
+                                pause_for_summaries=args.pause_for_summaries,
                             )
                             runs.append((design, mode, result))
                             answers += result.answers
@@ -727,6 +769,7 @@ async def main_async(args: argparse.Namespace) -> int:
         f"Memory that answers: SmolLM2-135M-Instruct, llama-server -c {CONTEXT} -t {args.threads}, "
         f"replies <= {args.reply_tokens} tokens, {args.facts} facts per run, seeds {seeds}"
         + (f", config {' '.join(config_values)}" if config_values else "")
+        + (", pausing for each summary" if args.pause_for_summaries else "")
     )
     print("in request: the fact's value was in the request (retained evidence, compaction")
     print("record or a resident turn); 1st capsule: of the questions whose fact was in a")
@@ -769,6 +812,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--server-arg", action="append", default=[], help="extra llama-server argument"
     )
     parser.add_argument("--reply-tokens", type=int, default=REPLY_TOKENS)
+    parser.add_argument(
+        "--pause-for-summaries",
+        action="store_true",
+        help="after each turn wait until its background summary landed, as a person's pause would",
+    )
     parser.add_argument(
         "--threads",
         type=int,
