@@ -102,8 +102,11 @@ async def replay(args: argparse.Namespace) -> int:
                 messages = variant(name, answer["messages"])
                 for temperature in args.temperatures:
                     for seed in args.seeds:
-                        body: dict[str, Any] = {"messages": messages, "seed": seed}
-                        body["max_tokens"] = args.reply_tokens
+                        body: dict[str, Any] = {
+                            "messages": messages,
+                            "seed": seed,
+                            "max_tokens": args.reply_tokens,
+                        }
                         if temperature != "default":
                             body["temperature"] = float(temperature)
                         response = await http.post(llm.root_url + "/v1/chat/completions", json=body)

@@ -12,13 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
-from typing import TYPE_CHECKING
 
 from newt.ui.widgets.entries import AssistantEntry, Entry
 
-if TYPE_CHECKING:
-    from markdown_it import MarkdownIt
 USAGE = "Usage: /copy [N] [code [M]] (reply N back from the last; its code block M)"
 
 
@@ -28,18 +24,13 @@ class CodeBlock:
     language: str
 
 
-@cache
-def _parser() -> MarkdownIt:
-    # Built on first use: markdown-it is not needed to draw the first frame.
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt()
-
-
 def code_blocks(markdown: str) -> list[CodeBlock]:
     """Fenced and indented code blocks of a reply, in order, as their text."""
+    # the renderer's parser, imported on first use: not needed for the first frame
+    from newt.ui.widgets.markdown_blocks import parse
+
     blocks = []
-    for token in _parser().parse(markdown):
+    for token in parse(markdown):
         if token.type in ("fence", "code_block"):
             language = token.info.split()[0] if token.info.strip() else ""
             blocks.append(CodeBlock(token.content.removesuffix("\n"), language))

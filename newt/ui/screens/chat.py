@@ -349,38 +349,27 @@ class ChatScreen(Screen[None]):
         await self._after_turn(text if mode != "regenerate" else "", view, outcome)
 
     async def _handle_event(self, view: AssistantMessage, event: Any, outcome: Outcome) -> None:
-        from newt.agent.events import (
-            Compacted,
-            Notice,
-            RetainedEvidence,
-            TextDelta,
-            ThinkingDelta,
-            ToolCallFinished,
-            ToolCallStarted,
-            TurnDone,
-            TurnError,
-            UsageReported,
-        )
+        from newt.agent import events as ev  # loaded with the agent; one lookup per event
 
-        if isinstance(event, TextDelta):
+        if isinstance(event, ev.TextDelta):
             await view.write(clean(event.text))
-        elif isinstance(event, ThinkingDelta):
+        elif isinstance(event, ev.ThinkingDelta):
             view.write_thinking(clean(event.text))
-        elif isinstance(event, ToolCallStarted):
+        elif isinstance(event, ev.ToolCallStarted):
             await view.start_tool(ToolCall(event.call_id, event.name, event.arguments))
-        elif isinstance(event, ToolCallFinished):
+        elif isinstance(event, ev.ToolCallFinished):
             view.finish_tool(event.call_id, event.result, event.error)
-        elif isinstance(event, UsageReported):
+        elif isinstance(event, ev.UsageReported):
             self.refresh_meter()
-        elif isinstance(event, RetainedEvidence):
+        elif isinstance(event, ev.RetainedEvidence):
             self.sidebar.show(event.report)
-        elif isinstance(event, Compacted):
+        elif isinstance(event, ev.Compacted):
             outcome.compactions.append(event)
-        elif isinstance(event, Notice):
+        elif isinstance(event, ev.Notice):
             self.notify(clean(event.message), title="newt", markup=False)
-        elif isinstance(event, TurnError):
+        elif isinstance(event, ev.TurnError):
             outcome.error = event
-        elif isinstance(event, TurnDone):
+        elif isinstance(event, ev.TurnDone):
             outcome.status, outcome.reply = event.status, clean(event.reply)
             outcome.thinking, outcome.stats = clean(event.thinking), event.stats
             self.refresh_header()  # the first message gave the conversation its title
