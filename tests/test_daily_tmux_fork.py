@@ -83,6 +83,7 @@ def test_regenerate_edit_attach_and_fork_in_a_terminal(tmp_path: Path) -> None:
         term.type("Summarize @no")
         term.wait_for("@notes.txt")
         term.keys("Tab")
+        term.wait_for("Summarize @notes.txt")  # seen before typing on: see models test
         term.type("briefly.")
         term.keys("Enter")
         screen = term.wait_for("Ada Quist owns it.")
@@ -100,6 +101,7 @@ def test_regenerate_edit_attach_and_fork_in_a_terminal(tmp_path: Path) -> None:
 
         # fork at the first turn, then the resume picker shows it under its parent
         term.keys("C-u")
+        wait_until_gone(term, "What about @missing.txt?")
         term.type("/fork 1")
         term.keys("Enter")
         term.wait_for("Forked into a new conversation")

@@ -47,6 +47,9 @@ def test_model_picker_and_settings_in_a_terminal(tmp_path: Path) -> None:
         assert "gemma-3-270m" not in screen
         term.screenshot("model-picker", "newt: /model lists what the backend serves")
         term.keys(*["BSpace"] * 8)
+        # a person sees the filter clear before typing the next one; keys and
+        # text sent back to back can reach the app in one read, out of order
+        term.wait_for("4 of 4 models")
         term.type("llama")
         screen = term.wait_for("1 of 4 models")
         assert "qwen3-8b-instruct" not in screen
