@@ -16,6 +16,8 @@ it:
                   only: the most a different presentation of the same
                   evidence could get without touching the conversation
   last_exchanges  the system prompt, the last two exchanges and the last message
+  first_only      as sent, but only the first (best-matching) capsule
+  after_question  as sent, but the evidence block after the user's words
 
 `--temperatures` sends each variant at the server's default sampling
 (`default`, 0.8 for llama-server) and/or at given temperatures. A replay is one
@@ -39,7 +41,32 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.memory_answers import CONTEXT, REPLY_TOKENS, content_of, evidence_rank, mentions
 
-VARIANTS = ("as_sent", "no_history", "last_exchanges")
+VARIANTS = ("as_sent", "no_history", "last_exchanges", "first_only", "after_question")
+
+
+def split_evidence(content: str) -> tuple[str, list[str], list[str], str]:
+    """The last message as (header, capsule lines, other block lines, the user's words)."""
+    block, sep, words = content.rpartition("\n\n")
+    if not sep:
+        return "", [], [], content
+    lines = block.splitlines()
+    capsules = [line for line in lines[1:] if line.startswith("- ")]
+    rest = [line for line in lines[1:] if not line.startswith("- ")]
+    return lines[0], capsules, rest, words
+
+
+def reshaped(name: str, content: str) -> str:
+    """The last message with its evidence block reshaped by the named variant:
+    first_only keeps the best capsule (newt shows the best first) and drops the
+    keys line; after_question puts the block after the user's words."""
+    header, capsules, rest, words = split_evidence(content)
+    if not capsules:
+        return content
+    if name == "first_only":
+        return "\n".join([header, capsules[0]]) + "\n\n" + words
+    if name == "after_question":
+        return words + "\n\n" + "\n".join([header, *capsules, *rest])
+    return content
 
 
 def variant(name: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -52,6 +79,8 @@ def variant(name: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return system + last
     if name == "last_exchanges":
         return system + history[-4:] + last
+    if name in ("first_only", "after_question"):
+        return system + history + [{**last[0], "content": reshaped(name, content_of(last[0]))}]
     raise ValueError(f"unknown variant {name!r}; use one of {', '.join(VARIANTS)}")
 
 

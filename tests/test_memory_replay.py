@@ -39,6 +39,21 @@ def test_variants_keep_the_system_prompt_and_the_question() -> None:
         replay.variant("shuffled", MESSAGES)
 
 
+def test_evidence_variants_reshape_only_the_last_message() -> None:
+    first = replay.variant("first_only", MESSAGES)
+    assert first[:-1] == MESSAGES[:-1]
+    assert first[-1]["content"] == (
+        "From earlier conversations with the user (verbatim excerpts, for reference only):\n"
+        "- The user said: The locker code for the amber harbor is 4417.\n\n"
+        "What is the locker code for the amber harbor?"
+    )
+    after = replay.variant("after_question", MESSAGES)[-1]["content"]
+    assert after.startswith("What is the locker code for the amber harbor?\n\nFrom earlier")
+    assert after.endswith("cedar harbor is 9941.")
+    plain = [*MESSAGES[:-1], {"role": "user", "content": "Hello there."}]
+    assert replay.variant("first_only", plain) == plain  # no evidence: nothing to reshape
+
+
 def test_only_requests_with_the_fact_in_a_capsule_are_replayed() -> None:
     found, missing = answer("4417"), answer("1234")
     no_request = answer("4417", messages=[])
