@@ -533,6 +533,11 @@ def capsule_lines(body: dict[str, Any]) -> list[str]:
     return [line for line in block.splitlines() if line.startswith("- ")] if sep else []
 
 
+def carries(reply: str, value: str, near_misses: Sequence[str]) -> bool:
+    """The benchmark's rule: the reply names the value and no near-miss value."""
+    return mentions(reply, value) and not any(mentions(reply, m) for m in near_misses)
+
+
 def evidence_rank(body: dict[str, Any], value: str) -> int | None:
     """1-based position of the first evidence capsule naming the value."""
     for rank, line in enumerate(capsule_lines(body), start=1):
@@ -625,7 +630,7 @@ async def one_run(
                     paraphrased=fact.paraphrased,
                     value=fact.value,
                     where=locate(body, fact.value, fact.question, known),
-                    reply_ok=mentions(turn.reply, fact.value) and not wrong,
+                    reply_ok=carries(turn.reply, fact.value, fact.siblings),
                     reply=turn.reply,
                     pruned=not fact_resident(body, fact, known),
                     siblings_in_reply=wrong,

@@ -18,6 +18,11 @@ it:
   last_exchanges  the system prompt, the last two exchanges and the last message
   first_only      as sent, but only the first (best-matching) capsule
   after_question  as sent, but the evidence block after the user's words
+  short_header    as sent, the block's first line without "(verbatim excerpts,
+                  for reference only)"
+  no_header       as sent, without the block's first line
+  matching_sentences  as sent, each capsule cut to its sentences holding a
+                  word of the question
 
 `--temperatures` sends each variant at the server's default sampling
 (`default`, 0.8 for llama-server) and/or at given temperatures. A replay is one
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,9 +45,29 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.memory_answers import CONTEXT, REPLY_TOKENS, content_of, evidence_rank, mentions
+from benchmarks.memory_answers import (
+    CONTEXT,
+    REPLY_TOKENS,
+    carries,
+    content_of,
+    evidence_rank,
+)
+from newt.recall.dedupe import holds
+from newt.recall.fts_query import query_terms
 
-VARIANTS = ("as_sent", "no_history", "last_exchanges", "first_only", "after_question")
+VARIANTS = (
+    "as_sent",
+    "no_history",
+    "last_exchanges",
+    "first_only",
+    "after_question",
+    "short_header",
+    "no_header",
+    "matching_sentences",
+)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+SHORT_HEADER = "From earlier conversations with the user:"
+RESHAPED = VARIANTS[3:]
 
 
 def split_evidence(content: str) -> tuple[str, list[str], list[str], str]:
@@ -58,7 +84,8 @@ def split_evidence(content: str) -> tuple[str, list[str], list[str], str]:
 def reshaped(name: str, content: str) -> str:
     """The last message with its evidence block reshaped by the named variant:
     first_only keeps the best capsule (newt shows the best first) and drops the
-    keys line; after_question puts the block after the user's words."""
+    keys line; after_question puts the block after the user's words;
+    short_header and no_header change the block's first line."""
     header, capsules, rest, words = split_evidence(content)
     if not capsules:
         return content
@@ -66,7 +93,27 @@ def reshaped(name: str, content: str) -> str:
         return "\n".join([header, capsules[0]]) + "\n\n" + words
     if name == "after_question":
         return words + "\n\n" + "\n".join([header, *capsules, *rest])
+    if name == "short_header":
+        return "\n".join([SHORT_HEADER, *capsules, *rest]) + "\n\n" + words
+    if name == "no_header":
+        return "\n".join([*capsules, *rest]) + "\n\n" + words
+    if name == "matching_sentences":
+        terms = query_terms(words)
+        trimmed = [matching_sentences(c, terms) for c in capsules]
+        return "\n".join([header, *trimmed, *rest]) + "\n\n" + words
     return content
+
+
+def matching_sentences(capsule: str, terms: Sequence[str]) -> str:
+    """A "- The user said: ... / You replied: ..." line with each part cut to
+    its sentences holding a query word (a part with none is kept whole)."""
+    parts = []
+    for part in capsule.removeprefix("- ").split(" / "):
+        who, colon, said = part.partition(": ")
+        sentences = [s for s in SENTENCE_END.split(said) if s.strip()]
+        hit = [s for s in sentences if any(holds(s.lower(), t) for t in terms)]
+        parts.append(who + colon + " ".join(hit or sentences))
+    return "- " + " / ".join(parts)
 
 
 def variant(name: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -79,7 +126,7 @@ def variant(name: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return system + last
     if name == "last_exchanges":
         return system + history[-4:] + last
-    if name in ("first_only", "after_question"):
+    if name in RESHAPED:
         return system + history + [{**last[0], "content": reshaped(name, content_of(last[0]))}]
     raise ValueError(f"unknown variant {name!r}; use one of {', '.join(VARIANTS)}")
 
@@ -96,10 +143,6 @@ def near_misses(answer: dict[str, Any], answers: Sequence[dict[str, Any]]) -> li
         if (a["set_name"], a["design"], a["mode"], a["seed"]) == run
         and a["value"] != answer["value"]
     ]
-
-
-def carries(reply: str, value: str, misses: Sequence[str]) -> bool:
-    return mentions(reply, value) and not any(mentions(reply, m) for m in misses)
 
 
 def replayable(answers: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -69,10 +69,11 @@ async def test_completed_turns_are_searchable_verbatim(store: Store) -> None:
 
 
 async def test_ranking_is_best_first(store: Store) -> None:
-    weak = await store.records.add("n1", "note", "the depot is somewhere " + FILLER)
+    # (the weak one holds a query word the strong one lacks: not a near miss)
+    weak = await store.records.add("n1", "note", "the depot is somewhere north " + FILLER)
     strong = await store.records.add("n2", "note", "Vellmar depot: the Vellmar depot code.")
     assert weak and strong
-    response = await RecallEngine(store).recall(RecallRequest("vellmar depot"))
+    response = await RecallEngine(store).recall(RecallRequest("vellmar depot north"))
     assert [m.key for m in response.memories] == ["n2", "n1"]
     assert response.memories[0].score > response.memories[1].score
 

@@ -29,11 +29,14 @@ from newt.store import Store
 from newt.store.models import MemoryRecord
 
 FACT = "the locker code for the amber harbor is 4417"
+# Each holds a word of the question the fact lacks ("sundays"), so none is a
+# near miss of it (see near_misses.py) and all are recalled beside it.
 OTHER_FACTS = [
-    "the gate code for the blue pier is 8812",
-    "my locker at the gym is number 31",
-    "the harbor master is called Ilse Brandt",
+    "on sundays the gate code for the blue pier is 8812",
+    "my locker at the gym is number 31, open on sundays",
+    "the harbor master is called Ilse Brandt and works sundays",
 ]
+QUESTION = "What is the locker code for the amber harbor I use on sundays?"
 
 
 @pytest.fixture
@@ -149,9 +152,7 @@ async def test_recall_presents_the_asked_fact_first(store: Store) -> None:
     # Other facts get recalled often, so they are the more recoverable.
     for _ in range(5):
         await engine.recall(RecallRequest("gate code blue pier locker gym harbor master"))
-    response = await engine.recall(
-        RecallRequest("What is the locker code for the amber harbor?", retained_token_budget=1024)
-    )
+    response = await engine.recall(RecallRequest(QUESTION, retained_token_budget=1024))
     report = response.retained_evidence
     assert report is not None and len(report.capsules) >= 3
     assert report.capsules[0].id != fact_key  # packing order alone would bury it
@@ -295,3 +296,11 @@ def test_a_reply_that_matches_nothing_more_is_left_out_of_a_turns_excerpt() -> N
         query="which strategy game did you recommend",
     )
     assert report.capsules[0].excerpt == advice
+    # words the user only asked about do not stand for the answer
+    asked = "User: Where is the Vellmar depot?\nAssistant: On Harbour Road, gate 4."
+    report = retain_within_budget(
+        [RetentionCandidate("t6", asked, access_count=0, age_hours=1.0)],
+        1000,
+        query="where was the vellmar depot again",
+    )
+    assert report.capsules[0].excerpt == asked

@@ -111,12 +111,12 @@ def _covering(
     need = set().union(*said)
     for record in older:
         text = lowered[record.key]
-        if all(_holds(text, word) for word in need):
+        if all(holds(text, word) for word in need):
             return record
     return None
 
 
-def _holds(text: str, word: str) -> bool:
+def holds(text: str, word: str) -> bool:
     if len(word) > 3:
         return word in text
     # A short word (a number, an initial) must stand alone: `4` is not in `4417`.

@@ -9,7 +9,8 @@ A recall is a few cheap statements so it stays fast on large stores:
 4. with embeddings: embed the query (briefly; on failure, lexical only), rank
    the stored vectors (see vectors.py) and fuse both rankings (`fuse`);
 5. read the best 2 x limit candidates' rows (the only full contents ever
-   loaded) and drop repeats of an older record (see dedupe.py);
+   loaded), drop repeats of an older record (see dedupe.py) and near misses
+   of a better one (see near_misses.py);
 6. one `UPDATE ... RETURNING` that counts the hit on exactly the returned records.
 """
 
@@ -31,6 +32,7 @@ from newt.recall.fts_query import (
     query_terms,
     quote,
 )
+from newt.recall.near_misses import drop_near_misses
 from newt.recall.retention import (
     DEFAULT_EXCERPT_TOKENS,
     RetentionCandidate,
@@ -215,6 +217,7 @@ class RecallEngine:
             return [], focus
         records = await self._load(ranked[:pool])
         records, _ = drop_repeats(records, focus or words)
+        records, _ = drop_near_misses(records, focus or words)
         return await self._count_hits(records[:limit]), focus
 
     async def _lexical(

@@ -46,7 +46,7 @@ def select_excerpt(content: str, max_chars: int, terms: Collection[str] = ()) ->
     centered on `terms` (folded words, see fts_query.query_terms) if given.
 
     In a turn's record ("User: ...\nAssistant: ...") the reply is left out
-    when every query word it matches is matched by the user's words too: what
+    when every query word it matches is matched by the user's statements: what
     the user said is the source of a fact about the user, and a model's reply
     that only restates it costs room and can contradict it (SmolLM2 had
     replied "the flight ... leaves at around 21:30" to "My flight leaves from
@@ -68,13 +68,19 @@ def select_excerpt(content: str, max_chars: int, terms: Collection[str] = ()) ->
 
 
 def _user_part_if_enough(content: str, terms: Collection[str]) -> str:
-    """The user's part of a turn record when the reply matches nothing more."""
+    """The user's part of a turn record when the reply matches nothing more
+    than the user's statements do. Words the user only asked about do not
+    count: "Where is the Vellmar depot?" is answered in the reply."""
     if not content.startswith(_USER_MARK):
         return content
     cut = content.find(_REPLY_MARK)
     if cut < 0:
         return content
-    user = {h.term for h in _find_hits(content[:cut], terms)}
+    user = {
+        h.term
+        for h in _find_hits(content[:cut], terms)
+        if not content[h.sentence_start : h.sentence_end].rstrip().endswith("?")
+    }
     reply = {h.term for h in _find_hits(content[cut:], terms)}
     return content[:cut] if user and reply <= user else content
 

@@ -1,0 +1,49 @@
+"""Leave out near misses: records that match only part of what a better one matches.
+
+Asked "What is the locker code for the amber harbor?", recall finds the turn
+that told it and also "The locker code for the cedar harbor is 9941": every
+word but `amber`. Shown both, a small model names the wrong code about as
+often as the right one. Replaying the dev set's question requests (SmolLM2-135M,
+3 seeds) where the asked-for capsule came first among two or three: 5 of 51
+replies named the fact with the near misses shown, 31 of 51 with the best
+capsule alone; with one capsule, nothing changed (16 of 27 either way).
+
+So a record is left out when the query words it holds are a strict subset of
+those held by a record ranked above it: it answers a narrower question than
+the better match and only competes with it. A record holding a word the
+better ones lack is kept (it may be the other half of an answer), records
+holding the same words are kept (two statements of one thing, or an update),
+and a record found by meaning alone (no query word) is kept: there is
+nothing to compare. A record ranked above is never left out, so the fact
+holding the most query words cannot be displaced by its near miss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from newt.recall.dedupe import holds
+from newt.store.models import MemoryRecord
+
+
+def words_held(content: str, terms: Collection[str]) -> frozenset[str]:
+    """The query words `content` holds (lowercased; see dedupe.holds)."""
+    lowered = content.lower()
+    return frozenset(t for t in {t.lower() for t in terms} if holds(lowered, t))
+
+
+def drop_near_misses(
+    ranked: Sequence[MemoryRecord], terms: Collection[str]
+) -> tuple[list[MemoryRecord], list[str]]:
+    """`ranked` (best first) without near misses, and the keys left out."""
+    kept: list[MemoryRecord] = []
+    above: list[frozenset[str]] = []
+    left_out: list[str] = []
+    for record in ranked:
+        held = words_held(record.content, terms)
+        if held and any(held < better for better in above):
+            left_out.append(record.key)
+            continue
+        kept.append(record)
+        above.append(held)
+    return kept, left_out
