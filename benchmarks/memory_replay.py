@@ -16,6 +16,7 @@ it:
                   only: the most a different presentation of the same
                   evidence could get without touching the conversation
   last_exchanges  the system prompt, the last two exchanges and the last message
+  last_exchange   the system prompt, the last exchange and the last message
   first_only      as sent, but only the first (best-matching) capsule
   after_question  as sent, but the evidence block after the user's words
   short_header    as sent, the block's first line without "(verbatim excerpts,
@@ -59,6 +60,7 @@ VARIANTS = (
     "as_sent",
     "no_history",
     "last_exchanges",
+    "last_exchange",
     "first_only",
     "after_question",
     "short_header",
@@ -67,7 +69,7 @@ VARIANTS = (
 )
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 SHORT_HEADER = "From earlier conversations with the user:"
-RESHAPED = VARIANTS[3:]
+RESHAPED = VARIANTS[4:]
 
 
 def split_evidence(content: str) -> tuple[str, list[str], list[str], str]:
@@ -126,6 +128,8 @@ def variant(name: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return system + last
     if name == "last_exchanges":
         return system + history[-4:] + last
+    if name == "last_exchange":
+        return system + history[-2:] + last
     if name in RESHAPED:
         return system + history + [{**last[0], "content": reshaped(name, content_of(last[0]))}]
     raise ValueError(f"unknown variant {name!r}; use one of {', '.join(VARIANTS)}")

@@ -80,6 +80,9 @@ class RecallConfig:
     """Base URL of a separate OpenAI-compatible embeddings server; empty: the chat backend."""
     evidence_order: str = "best_first"
     """Capsule order in the prompt: "best_first", "best_last" (nearest the question), "packed"."""
+    focus_questions: str = "on"
+    """"on": a short question a recalled capsule fully matches is sent with the last exchange
+    only (see docs/design.md); "off": always with the whole working set."""
 
 
 @dataclass
@@ -276,6 +279,8 @@ def _validate(cfg: Config, origin: str) -> None:
         raise ConfigError(f"{origin}: recall budgets must be positive")
     if cfg.recall.embeddings not in ("auto", "off"):
         raise ConfigError(f'{origin}: recall.embeddings must be "auto" or "off"')
+    if cfg.recall.focus_questions not in ("on", "off"):
+        raise ConfigError(f'{origin}: recall.focus_questions must be "on" or "off"')
     if cfg.recall.evidence_order not in ("best_first", "best_last", "packed"):
         raise ConfigError(
             f'{origin}: recall.evidence_order must be "best_first", "best_last" or "packed"'

@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 from newt.agent import events as ev
+from newt.agent.focus import answered_by_evidence, focused
 from newt.agent.session import ChatSession
 from newt.memory import COMPACTION_MARKER
+from newt.memory.types import MemMessage
+from newt.recall import EvidenceCapsule, RetentionReport
 from newt.recall.presentation import evidence_block
 from newt.store import Store
 from tests.agent_helpers import done_of, make_config, reply_of, run_turn
@@ -285,7 +288,8 @@ async def test_compaction_is_persisted_and_restored_identically(
 
 
 async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI) -> None:
-    store, session = await open_session(fake_openai)
+    # the whole working set goes out (a focused question is counted by estimate)
+    store, session = await open_session(fake_openai, '[recall]\nfocus_questions = "off"\n')
     try:
         fake_openai.script(Reply(text="Noted, the locker code is 7312."))
         await run_turn(session, "My gym locker code is 7312, keep it in mind.")
@@ -307,6 +311,52 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         assert session.memory_status().last_reported == log[-1].tokens_in
     finally:
         await close(store, session)
+
+
+async def test_a_question_recall_answers_goes_out_with_the_last_exchange(
+    fake_openai: FakeOpenAI,
+) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(Reply(text="Noted."))
+        await run_turn(session, "My gym locker code is 7312, keep it in mind.")
+        await session.new_conversation()
+        for n in range(3):
+            fake_openai.script(Reply(text=f"Soup answer {n}."))
+            await run_turn(session, f"Soup question {n}: what goes in a minestrone?")
+        fake_openai.script(Reply(text="It is 7312.", prompt_tokens=90))
+        await run_turn(session, "What was my gym locker code?")
+        sent = fake_openai.chat_requests[-1].body["messages"]
+        assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+        assert sent[1]["content"] == "Soup question 2: what goes in a minestrone?"
+        assert "7312" in sent[-1]["content"]
+        # the working set is whole for the next turn, and this turn was not
+        # anchored on the small request's size
+        log = await session.history()
+        assert log[-1].tokens_in is None
+        fake_openai.script(Reply(text="Beans."))
+        await run_turn(session, "And what else goes in a minestrone besides beans?")
+        sent = fake_openai.chat_requests[-1].body["messages"]
+        assert "Soup question 0: what goes in a minestrone?" in [m["content"] for m in sent]
+        assert sent[-2]["content"] == "It is 7312."
+    finally:
+        await close(store, session)
+
+
+def test_only_a_short_question_one_capsule_fully_matches_is_focused() -> None:
+    capsule = EvidenceCapsule("t1", "t1", "User: My gym locker code is 7312.", 9, 1.0, 5.0)
+    report = RetentionReport(100, 9, [capsule])
+    assert answered_by_evidence("What was my gym locker code?", report)
+    assert not answered_by_evidence("What was my bike lock code?", report)  # not all words
+    assert not answered_by_evidence("Tell me my gym locker code.", report)  # not a question
+    assert not answered_by_evidence("What was my gym locker code?", None)
+    long = "What was my gym locker code? " + "and more words " * 10 + "locker?"
+    assert not answered_by_evidence(long, report)
+    msgs = [MemMessage("system", "S"), MemMessage("user", COMPACTION_MARKER + " x")]
+    msgs += [MemMessage("user", "u1"), MemMessage("assistant", "a1")]
+    msgs += [MemMessage("user", "u2"), MemMessage("assistant", "a2"), MemMessage("user", "q")]
+    assert [m.content for m in focused(msgs)] == ["S", COMPACTION_MARKER + " x", "u2", "a2", "q"]
+    assert focused(msgs[:1] + msgs[-1:]) == [msgs[0], msgs[-1]]
 
 
 async def test_fetch_record_tool_returns_full_record(fake_openai: FakeOpenAI) -> None:

@@ -27,6 +27,7 @@ from newt.agent import events as ev
 from newt.agent.capability_tracker import CapabilityTracker
 from newt.agent.conversation_log import ConversationLog
 from newt.agent.evidence import EvidenceSource
+from newt.agent.focus import answered_by_evidence, focused
 from newt.agent.reply_stats import ReplyClock, ReplyStats, answer_share
 from newt.agent.rescue import save_unsaved_reply
 from newt.agent.tools import (
@@ -107,6 +108,7 @@ class _Progress:
     interrupted: bool = False
     compact_reason: str = "budget"
     evidence: str = ""
+    focused: bool = False  # sent with the last exchange only (see focus.py)
     recallable: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
 
     def usage(self) -> ev.UsageReported | None:
@@ -211,8 +213,10 @@ class TurnRunner:
         s, p = self.s, self.p
         # The capsules (and images) rode in this request only, so they are not part
         # of the conversation's size: the anchor is the reported prompt without them.
+        # A focused request left most of the working set out: its size says
+        # nothing about the conversation's, which is then estimated.
         tokens_in = None
-        if p.prompt_tokens is not None:
+        if p.prompt_tokens is not None and not p.focused:
             tokens_in = max(0, p.prompt_tokens - s.tokens_for(p.evidence) - self._image_tokens())
         # the reasoning never goes back to the model: the memory counts the answer only
         tokens_out = None
@@ -246,6 +250,8 @@ class TurnRunner:
 
     def _build(self) -> list[MemMessage]:
         messages = self.s.provider.build_messages(self.s.system_prompt, self.text)
+        if self.p.focused:
+            messages = focused(messages)
         if self.p.evidence:
             last = messages[-1]
             messages[-1] = MemMessage(last.role, self.p.evidence + last.content)
@@ -265,6 +271,9 @@ class TurnRunner:
             yield ev.RetainedEvidence(report)
         order = cast(EvidenceOrder, s.evidence.config.recall.evidence_order)  # validated by config
         p.evidence = evidence_block(report, order, keys=self._can_fetch_records())
+        p.focused = s.evidence.config.recall.focus_questions == "on" and answered_by_evidence(
+            self.text, report
+        )
         messages = self._build()
         if await self._guard(messages):
             # the record is persisted after this turn, which it precedes in the working set
@@ -293,7 +302,9 @@ class TurnRunner:
                 reason = "overflow" if await self._shrink_after_overflow(exc) else p.compact_reason
                 # start the attempt afresh: usage, tool events and text of the
                 # failed attempt describe a prompt that no longer exists
-                self.p = p = _Progress(evidence=p.evidence, compact_reason=reason)
+                self.p = p = _Progress(
+                    evidence=p.evidence, focused=p.focused, compact_reason=reason
+                )
                 messages = self._build()
 
     # ------------------------------------------------------------ fitting in
