@@ -9,13 +9,14 @@ replies named the fact with the near misses shown, 31 of 51 with the best
 capsule alone; with one capsule, nothing changed (16 of 27 either way).
 
 So a record is left out when the query words it holds are a strict subset of
-those held by a record ranked above it: it answers a narrower question than
-the better match and only competes with it. A record holding a word the
-better ones lack is kept (it may be the other half of an answer), records
-holding the same words are kept (two statements of one thing, or an update),
-and a record found by meaning alone (no query word) is kept: there is
-nothing to compare. A record ranked above is never left out, so the fact
-holding the most query words cannot be displaced by its near miss.
+those held by another recalled record: it answers a narrower question than
+that one and only competes with it. Rank does not protect it: bm25 favours
+short records, and a fact takes the rank of its best echo (dedupe.py), so
+asked for the cedar harbor, the amber harbor's short note ranked above the
+cedar harbor's longer turn. A record holding a word the others lack is kept
+(it may be the other half of an answer), records holding the same words are
+kept (two statements of one thing, or an update), and a record found by
+meaning alone (no query word) is kept: there is nothing to compare.
 """
 
 from __future__ import annotations
@@ -35,15 +36,13 @@ def words_held(content: str, terms: Collection[str]) -> frozenset[str]:
 def drop_near_misses(
     ranked: Sequence[MemoryRecord], terms: Collection[str]
 ) -> tuple[list[MemoryRecord], list[str]]:
-    """`ranked` (best first) without near misses, and the keys left out."""
+    """`ranked` (best first, order kept) without near misses, and the keys left out."""
+    held = [words_held(record.content, terms) for record in ranked]
     kept: list[MemoryRecord] = []
-    above: list[frozenset[str]] = []
     left_out: list[str] = []
-    for record in ranked:
-        held = words_held(record.content, terms)
-        if held and any(held < better for better in above):
+    for record, words in zip(ranked, held, strict=True):
+        if words and any(words < other for other in held):
             left_out.append(record.key)
-            continue
-        kept.append(record)
-        above.append(held)
+        else:
+            kept.append(record)
     return kept, left_out
