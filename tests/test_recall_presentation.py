@@ -275,6 +275,11 @@ async def test_recall_config_keys(tmp_path: Path) -> None:
         load_config(path)
 
 
+def _excerpt(turn: str, query: str) -> str:
+    candidate = RetentionCandidate("t4", turn, access_count=0, age_hours=1.0)
+    return retain_within_budget([candidate], 1000, query=query).capsules[0].excerpt
+
+
 def test_a_reply_that_matches_nothing_more_is_left_out_of_a_turns_excerpt() -> None:
     """The user's words are the source of a fact about the user; a small
     model's reply restating them can contradict them ("leaves at 21:30")."""
@@ -282,25 +287,12 @@ def test_a_reply_that_matches_nothing_more_is_left_out_of_a_turns_excerpt() -> N
         "User: My flight to Lisbon leaves from gate E33.\n"
         "Assistant: Here is a correction: the flight to Lisbon leaves at 21:30."
     )
-    report = retain_within_budget(
-        [RetentionCandidate("t4", turn, access_count=0, age_hours=1.0)],
-        1000,
-        query="Which gate does my flight to Lisbon leave from?",
+    assert _excerpt(turn, "Which gate does my flight to Lisbon leave from?") == (
+        "User: My flight to Lisbon leaves from gate E33."
     )
-    assert report.capsules[0].excerpt == "User: My flight to Lisbon leaves from gate E33."
     # a reply matching words the user's message lacks is kept
     advice = "User: Recommend one board game.\nAssistant: Try Azul, a strategy game."
-    report = retain_within_budget(
-        [RetentionCandidate("t5", advice, access_count=0, age_hours=1.0)],
-        1000,
-        query="which strategy game did you recommend",
-    )
-    assert report.capsules[0].excerpt == advice
+    assert _excerpt(advice, "which strategy game did you recommend") == advice
     # words the user only asked about do not stand for the answer
     asked = "User: Where is the Vellmar depot?\nAssistant: On Harbour Road, gate 4."
-    report = retain_within_budget(
-        [RetentionCandidate("t6", asked, access_count=0, age_hours=1.0)],
-        1000,
-        query="where was the vellmar depot again",
-    )
-    assert report.capsules[0].excerpt == asked
+    assert _excerpt(asked, "where was the vellmar depot again") == asked
