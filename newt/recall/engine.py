@@ -9,8 +9,8 @@ A recall is a few cheap statements so it stays fast on large stores:
 4. with embeddings: embed the query (briefly; on failure, lexical only), rank
    the stored vectors (see vectors.py) and fuse both rankings (`fuse`);
 5. read the best 2 x limit candidates' rows (the only full contents ever
-   loaded), drop repeats of an older record (see dedupe.py) and near misses
-   of a better one (see near_misses.py);
+   loaded), drop repeats of an older record (see dedupe.py) and records
+   holding only part of another's query words (see near_misses.py);
 6. one `UPDATE ... RETURNING` that counts the hit on exactly the returned records.
 """
 
