@@ -329,7 +329,7 @@ async def test_a_question_recall_answers_goes_out_with_the_last_exchange(
         sent = fake_openai.chat_requests[-1].body["messages"]
         assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
         assert sent[1]["content"] == "Soup question 2: what goes in a minestrone?"
-        assert "7312" in sent[-1]["content"]
+        assert "7312" in sent[-1]["content"] and "fetch_record" not in sent[-1]["content"]
         # the working set is whole for the next turn, and this turn was not
         # anchored on the small request's size
         log = await session.history()

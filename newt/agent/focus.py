@@ -12,8 +12,11 @@ exchanges, 82 of 112 with no history and 42 of 56 with the last exchange.
 
 So such a request carries the system prompt (and the compaction record, if
 any, which stands for the conversation's start), the last exchange, the
-evidence and the question. Only this request changes: the working set, what
-is stored and the next turn are as before. Its reported prompt size does not
+evidence (without the record-keys line: replaying a dev run's focused
+requests, 39 of 56 replies named the fact without it, 32 of 56 with it; the
+model had answered "fetch_record with key t13") and the question. Only this
+request changes: the working set, what is stored and the next turn are as
+before. Its reported prompt size does not
 describe the working set, so the memory counts the turn by estimate
 (TokenBudget.sync_turn with no usage). `[recall] focus_questions = "off"`
 sends the whole working set every time.

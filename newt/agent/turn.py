@@ -270,10 +270,13 @@ class TurnRunner:
         if report is not None:
             yield ev.RetainedEvidence(report)
         order = cast(EvidenceOrder, s.evidence.config.recall.evidence_order)  # validated by config
-        p.evidence = evidence_block(report, order, keys=self._can_fetch_records())
         p.focused = s.evidence.config.recall.focus_questions == "on" and answered_by_evidence(
             self.text, report
         )
+        # A focused question is answered by its capsule; a keys line there
+        # invited "fetch_record with key t13" as the answer (focus.py).
+        keys = self._can_fetch_records() and not p.focused
+        p.evidence = evidence_block(report, order, keys=keys)
         messages = self._build()
         if await self._guard(messages):
             # the record is persisted after this turn, which it precedes in the working set
