@@ -83,6 +83,9 @@ class RecallConfig:
     focus_questions: str = "on"
     """"on": a short question a recalled capsule fully matches is sent with the last exchange
     only (see docs/design.md); "off": always with the whole working set."""
+    focus_temperature: float = 0.2
+    """Sampling temperature of a focused question (a lookup in what was said) when the
+    conversation sets none; a negative value leaves it to the server."""
 
 
 @dataclass
@@ -281,6 +284,8 @@ def _validate(cfg: Config, origin: str) -> None:
         raise ConfigError(f'{origin}: recall.embeddings must be "auto" or "off"')
     if cfg.recall.focus_questions not in ("on", "off"):
         raise ConfigError(f'{origin}: recall.focus_questions must be "on" or "off"')
+    if cfg.recall.focus_temperature > 2:
+        raise ConfigError(f"{origin}: recall.focus_temperature must be 2 or less")
     if cfg.recall.evidence_order not in ("best_first", "best_last", "packed"):
         raise ConfigError(
             f'{origin}: recall.evidence_order must be "best_first", "best_last" or "packed"'

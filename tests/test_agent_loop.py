@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.focus import answered_by_evidence, focused
+from newt.agent.focus import answered_by_evidence, focused, users_words
 from newt.agent.session import ChatSession
+from newt.chat_settings import ChatSettings
 from newt.memory import COMPACTION_MARKER
 from newt.memory.types import MemMessage
 from newt.recall import EvidenceCapsule, RetentionReport
@@ -313,7 +314,7 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         await close(store, session)
 
 
-async def test_a_question_recall_answers_goes_out_with_the_last_exchange(
+async def test_a_question_recall_answers_goes_out_with_its_evidence_alone(
     fake_openai: FakeOpenAI,
 ) -> None:
     store, session = await open_session(fake_openai)
@@ -326,19 +327,75 @@ async def test_a_question_recall_answers_goes_out_with_the_last_exchange(
             await run_turn(session, f"Soup question {n}: what goes in a minestrone?")
         fake_openai.script(Reply(text="It is 7312.", prompt_tokens=90))
         await run_turn(session, "What was my gym locker code?")
-        sent = fake_openai.chat_requests[-1].body["messages"]
-        assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
-        assert sent[1]["content"] == "Soup question 2: what goes in a minestrone?"
+        body = fake_openai.chat_requests[-1].body
+        sent = body["messages"]
+        assert [m["role"] for m in sent] == ["system", "user"]
         assert "7312" in sent[-1]["content"] and "fetch_record" not in sent[-1]["content"]
+        assert sent[-1]["content"].endswith("What was my gym locker code?")
+        # a lookup is asked at the focus temperature; the chat turns at the server's own
+        assert body["temperature"] == 0.2
+        assert all("temperature" not in r.body for r in fake_openai.chat_requests[:-1])
         # the working set is whole for the next turn, and this turn was not
         # anchored on the small request's size
         log = await session.history()
         assert log[-1].tokens_in is None
         fake_openai.script(Reply(text="Beans."))
         await run_turn(session, "And what else goes in a minestrone besides beans?")
-        sent = fake_openai.chat_requests[-1].body["messages"]
+        body = fake_openai.chat_requests[-1].body
+        sent = body["messages"]
         assert "Soup question 0: what goes in a minestrone?" in [m["content"] for m in sent]
         assert sent[-2]["content"] == "It is 7312."
+        assert "temperature" not in body
+    finally:
+        await close(store, session)
+
+
+async def test_a_question_the_working_set_still_speaks_to_is_not_focused(
+    fake_openai: FakeOpenAI,
+) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(Reply(text="Noted."))
+        await run_turn(session, "My gym locker code is 7312, keep it in mind.")
+        await session.new_conversation()
+        fake_openai.script(Reply(text="Noted, 8080 now."))
+        await run_turn(session, "They changed my gym locker code to 8080 today.")
+        fake_openai.script(Reply(text="Soup."))
+        await run_turn(session, "What goes in a minestrone?")
+        fake_openai.script(Reply(text="It is 8080."))
+        await run_turn(session, "What is my gym locker code?")
+        body = fake_openai.chat_requests[-1].body
+        sent = [m["content"] for m in body["messages"]]
+        # the old code is recalled, and the change the user made is sent beside it
+        assert "7312" in sent[-1]
+        assert "They changed my gym locker code to 8080 today." in sent
+        assert "temperature" not in body
+    finally:
+        await close(store, session)
+
+
+@pytest.mark.parametrize(
+    ("config", "settings", "expected"),
+    [
+        ("focus_temperature = 0.5\n", ChatSettings(), 0.5),
+        ("", ChatSettings(temperature=1.1), 1.1),  # the conversation's own choice wins
+        ("focus_temperature = -1\n", ChatSettings(), None),  # the server's default
+    ],
+)
+async def test_a_focused_questions_temperature(
+    fake_openai: FakeOpenAI, config: str, settings: ChatSettings, expected: float | None
+) -> None:
+    store, session = await open_session(fake_openai, "[recall]\n" + config)
+    try:
+        fake_openai.script(Reply(text="Noted."))
+        await run_turn(session, "My gym locker code is 7312, keep it in mind.")
+        await session.new_conversation()
+        await session.update_settings(settings)
+        fake_openai.script(Reply(text="It is 7312."))
+        await run_turn(session, "What was my gym locker code?")
+        body = fake_openai.chat_requests[-1].body
+        assert len(body["messages"]) == 2  # focused: system prompt and the question
+        assert body.get("temperature") == expected
     finally:
         await close(store, session)
 
@@ -352,11 +409,17 @@ def test_only_a_short_question_one_capsule_fully_matches_is_focused() -> None:
     assert not answered_by_evidence("What was my gym locker code?", None)
     long = "What was my gym locker code? " + "and more words " * 10 + "locker?"
     assert not answered_by_evidence(long, report)
+    # one search word leans on what came before ("And the gym one?")
+    assert not answered_by_evidence("And the locker one?", report)
+    # the working set still holds a statement with every word of the question
+    said = ["Soup again?", "Update: my gym locker code is now 8080."]
+    assert not answered_by_evidence("What was my gym locker code?", report, said)
+    assert answered_by_evidence("What was my gym locker code?", report, said[:1])
     msgs = [MemMessage("system", "S"), MemMessage("user", COMPACTION_MARKER + " x")]
     msgs += [MemMessage("user", "u1"), MemMessage("assistant", "a1")]
     msgs += [MemMessage("user", "u2"), MemMessage("assistant", "a2"), MemMessage("user", "q")]
-    assert [m.content for m in focused(msgs)] == ["S", COMPACTION_MARKER + " x", "u2", "a2", "q"]
-    assert focused(msgs[:1] + msgs[-1:]) == [msgs[0], msgs[-1]]
+    assert [m.content for m in focused(msgs)] == ["S", "q"]
+    assert users_words(msgs) == ["u1", "u2"]
 
 
 async def test_fetch_record_tool_returns_full_record(fake_openai: FakeOpenAI) -> None:

@@ -90,6 +90,7 @@ def test_precedence_defaults_file_env_cli(tmp_path: Path, monkeypatch: pytest.Mo
         ("[plugins]\nx = 1\n", ["unknown section [plugins]"]),
         ("[memory]\ncontext_tokens = -5\n", ["memory.context_tokens", "positive"]),
         ('[recall]\nembeddings_url = "localhost:8081"\n', ["recall.embeddings_url", "http(s)"]),
+        ("[recall]\nfocus_temperature = 3\n", ["recall.focus_temperature", "2 or less"]),
     ],
 )
 def test_bad_files_name_file_line_and_key(tmp_path: Path, text: str, expected: list[str]) -> None:

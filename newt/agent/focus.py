@@ -1,4 +1,4 @@
-"""A question that recall answers: send it with the evidence and the last exchange.
+"""A question that recall answers: send it with its evidence alone.
 
 When the user asks a short question and one recalled capsule holds every
 search word of it ("What is the locker code for the amber harbor?" and "Note
@@ -9,26 +9,33 @@ included, before the question, and it leans on them: replaying the dev set's
 question requests (SmolLM2-135M, `-c 2048`, 14 requests, 4-8 seeds each), the
 reply named the fact in 61 of 112 as sent, 69 of 112 with the last two
 exchanges, 82 of 112 with no history and 42 of 56 with the last exchange.
+Run end to end with the last exchange kept, the model copied its previous
+reply in every failure of a dev run ("I was able to retrieve the desired
+number by reversing the previous response", word for word).
 
-So such a request carries the system prompt (and the compaction record, if
-any, which stands for the conversation's start), the last exchange, the
-evidence (without the record-keys line: replaying a dev run's focused
-requests, 39 of 56 replies named the fact without it, 32 of 56 with it; the
-model had answered "fetch_record with key t13") and the question. Only this
-request changes: the working set, what is stored and the next turn are as
-before. Its reported prompt size does not
-describe the working set, so the memory counts the turn by estimate
-(TokenBudget.sync_turn with no usage). `[recall] focus_questions = "off"`
-sends the whole working set every time.
+So such a request carries the system prompt (the notes included), the
+evidence without the record-keys line (the capsule answers the question; with
+the line the model had answered "fetch_record with key t13") and the question.
+It is sampled at `[recall] focus_temperature` (0.2) unless the conversation
+set a temperature: it is a lookup, and at the server's default 0.8 the small
+model garbles what it copies ("gate 30" for E30). Only this request changes:
+the working set, what is stored and the next turn are as before. Its reported
+prompt size does not describe the working set, so the memory counts the turn
+by estimate (TokenBudget.sync_turn with no usage). `[recall] focus_questions =
+"off"` sends the whole working set every time.
 
-What it gives up: a correction the user made earlier than the last exchange
-and still in the working set ("my gate changed to F12") is not in that one
-request; the recalled statement is.
+What the conversation still says about the question is not cut away: when a
+user message still in the working set holds every search word of the question
+too ("My flight to Lisbon now leaves from gate F12"), the question goes out
+with the whole working set, where that message sits beside the evidence. A
+question of one search word ("And the south one?") leans on what came before
+and is never focused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from newt.memory.types import COMPACTION_MARKER, MemMessage
 from newt.recall.fts_query import query_terms
@@ -37,10 +44,15 @@ from newt.recall.retention import RetentionReport
 
 # A question longer than this is a request with context of its own.
 MAX_QUESTION_WORDS = 25
+# A question of fewer search words leans on the conversation for its meaning.
+MIN_QUESTION_TERMS = 2
 
 
-def answered_by_evidence(text: str, report: RetentionReport | None) -> bool:
-    """A short, single question whose every search word one capsule holds."""
+def answered_by_evidence(
+    text: str, report: RetentionReport | None, said: Iterable[str] = ()
+) -> bool:
+    """A short, single question whose every search word one capsule holds and
+    no message in `said` (the user's messages still in the working set) does."""
     if report is None or not report.capsules:
         return False
     question = text.strip()
@@ -49,28 +61,35 @@ def answered_by_evidence(text: str, report: RetentionReport | None) -> bool:
     if len(question.split()) > MAX_QUESTION_WORDS:
         return False
     terms = {t.lower() for t in query_terms(question)}
-    if not terms:
+    if len(terms) < MIN_QUESTION_TERMS:
         return False
-    return any(words_held(c.excerpt, terms) == terms for c in report.capsules)
+    if not any(words_held(c.excerpt, terms) == terms for c in report.capsules):
+        return False
+    return not any(words_held(message, terms) == terms for message in said)
+
+
+def users_words(messages: Sequence[MemMessage]) -> list[str]:
+    """The user's messages of a request's history (not the compaction record,
+    not the new message)."""
+    return [
+        m.content
+        for m in messages[:-1]
+        if m.role == "user" and not m.content.startswith(COMPACTION_MARKER)
+    ]
 
 
 def focused(messages: Sequence[MemMessage]) -> list[MemMessage]:
-    """The request's messages with the history cut to its last exchange.
-
-    Kept: leading system messages, a compaction record right after them, the
-    last user message and the assistant reply after it (with any tool
-    messages between), and the new message (the last one)."""
-    if len(messages) < 2:
-        return list(messages)
+    """The request's messages with the history left out: the leading system
+    messages and the new message (the last one)."""
     head = 0
     while head < len(messages) - 1 and messages[head].role == "system":
         head += 1
-    if head < len(messages) - 1 and messages[head].content.startswith(COMPACTION_MARKER):
-        head += 1
-    history = list(messages[head:-1])
-    start = len(history)
-    for i in range(len(history) - 1, -1, -1):
-        if history[i].role == "user":
-            start = i
-            break
-    return [*messages[:head], *history[start:], messages[-1]]
+    return [*messages[:head], *messages[-1:]]
+
+
+def focus_sampling(options: dict[str, Any], temperature: float) -> dict[str, Any]:
+    """A focused question's request options: the conversation's own temperature
+    if it set one, else `temperature` (negative: the server's default)."""
+    if "temperature" in options or temperature < 0:
+        return options
+    return {**options, "temperature": temperature}

@@ -27,7 +27,7 @@ from newt.agent import events as ev
 from newt.agent.capability_tracker import CapabilityTracker
 from newt.agent.conversation_log import ConversationLog
 from newt.agent.evidence import EvidenceSource
-from newt.agent.focus import answered_by_evidence, focused
+from newt.agent.focus import answered_by_evidence, focus_sampling, focused, users_words
 from newt.agent.reply_stats import ReplyClock, ReplyStats, answer_share
 from newt.agent.rescue import save_unsaved_reply
 from newt.agent.tools import (
@@ -271,7 +271,7 @@ class TurnRunner:
             yield ev.RetainedEvidence(report)
         order = cast(EvidenceOrder, s.evidence.config.recall.evidence_order)  # validated by config
         p.focused = s.evidence.config.recall.focus_questions == "on" and answered_by_evidence(
-            self.text, report
+            self.text, report, users_words(s.provider.build_messages("", self.text))
         )
         # A focused question is answered by its capsule; a keys line there
         # invited "fetch_record with key t13" as the answer (focus.py).
@@ -403,6 +403,8 @@ class TurnRunner:
         # aclosing: a consumer that stops early must close the HTTP stream at once
         options = self.s.settings.request_options()  # only what the conversation set
         p = self.p
+        if p.focused:
+            options = focus_sampling(options, self.s.evidence.config.recall.focus_temperature)
         try:
             async with aclosing(self.s.client.stream_chat(wire, tools=tools, **options)) as stream:
                 async for item in stream:
