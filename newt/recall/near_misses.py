@@ -21,16 +21,37 @@ meaning alone (no query word) is kept: there is nothing to compare.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 
 from newt.recall.dedupe import holds
+from newt.recall.tokens import stem
 from newt.store.models import MemoryRecord
 
 
 def words_held(content: str, terms: Collection[str]) -> frozenset[str]:
-    """The query words `content` holds (lowercased; see dedupe.holds)."""
+    """The query words `content` holds (lowercased; see dedupe.holds), also in
+    another form with the same stem: the index found the record through it
+    (`news` for `new`), so it holds that word as far as recall is concerned."""
     lowered = content.lower()
-    return frozenset(t for t in {t.lower() for t in terms} if holds(lowered, t))
+    wanted = {t.lower() for t in terms}
+    held = {t for t in wanted if holds(lowered, t)}
+    for term in wanted - held:
+        if _holds_stem(lowered, term):
+            held.add(term)
+    return frozenset(held)
+
+
+def _holds_stem(lowered: str, term: str) -> bool:
+    """A word of `lowered` stems as `term` does. Only words sharing the stem's
+    first letters are stemmed (porter keeps a word's head), so a long record
+    costs a regex scan, not a tokenizer call per word."""
+    target = stem(term)
+    if not target:
+        return False
+    head = re.escape(target[: min(len(target), 3)])
+    candidates = {m.group() for m in re.finditer(r"\b" + head + r"\w*", lowered)}
+    return any(stem(word) == target for word in candidates)
 
 
 def drop_near_misses(
