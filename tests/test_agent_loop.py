@@ -326,7 +326,8 @@ async def test_a_question_recall_answers_goes_out_with_its_evidence_alone(
             fake_openai.script(Reply(text=f"Soup answer {n}."))
             await run_turn(session, f"Soup question {n}: what goes in a minestrone?")
         fake_openai.script(Reply(text="It is 7312.", prompt_tokens=90))
-        await run_turn(session, "What was my gym locker code?")
+        events = await run_turn(session, "What was my gym locker code?")
+        assert [e.focused for e in events if isinstance(e, ev.RetainedEvidence)] == [True]
         body = fake_openai.chat_requests[-1].body
         sent = body["messages"]
         assert [m["role"] for m in sent] == ["system", "user"]

@@ -66,6 +66,7 @@ class Step:
     retryable: bool = True
     tool: tuple[str, dict[str, Any], str] | None = None
     report: RetentionReport | None = None
+    focused: bool = False  # the question went out with the evidence alone
     raise_exc: Exception | None = None
     gate: asyncio.Event | None = None
     """Streaming waits for this after the first chunk (holds a turn in flight)."""
@@ -122,7 +123,7 @@ class FakeSession:
         yield ev.TurnStarted(turn.id, text)
         if step.report is not None:
             self.last_retention = self.status.last_retention = step.report
-            yield ev.RetainedEvidence(step.report)
+            yield ev.RetainedEvidence(step.report, step.focused)
         reply = ""
         try:
             if step.tool is not None:

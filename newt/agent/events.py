@@ -68,6 +68,8 @@ class Compacted:
 @dataclass
 class RetainedEvidence:
     report: RetentionReport
+    # Sent with this evidence alone, not the working set (agent/focus.py).
+    focused: bool = False
 
 
 @dataclass

@@ -18,7 +18,8 @@ evidence without the record-keys line (the capsule answers the question; with
 the line the model had answered "fetch_record with key t13") and the question.
 It is sampled at `[recall] focus_temperature` (0.2) unless the conversation
 set a temperature: it is a lookup, and at the server's default 0.8 the small
-model garbles what it copies ("gate 30" for E30). Only this request changes:
+model garbles what it copies ("gate 30" for E30; replayed dev requests named
+the fact 63 of 100 times at 0.8, 25 of 28 at 0.2). Only this request changes:
 the working set, what is stored and the next turn are as before. Its reported
 prompt size does not describe the working set, so the memory counts the turn
 by estimate (TokenBudget.sync_turn with no usage). `[recall] focus_questions =

@@ -267,12 +267,12 @@ class TurnRunner:
             s.tool_schemas = [*s.tool_schemas, *s.extra_tools.schemas()]
         report = await s.evidence.gather(self.text, s.log.resident_keys())
         self.last_retention = report
-        if report is not None:
-            yield ev.RetainedEvidence(report)
-        order = cast(EvidenceOrder, s.evidence.config.recall.evidence_order)  # validated by config
         p.focused = s.evidence.config.recall.focus_questions == "on" and answered_by_evidence(
             self.text, report, users_words(s.provider.build_messages("", self.text))
         )
+        if report is not None:
+            yield ev.RetainedEvidence(report, p.focused)
+        order = cast(EvidenceOrder, s.evidence.config.recall.evidence_order)  # validated by config
         # A focused question is answered by its capsule; a keys line there
         # invited "fetch_record with key t13" as the answer (focus.py).
         keys = self._can_fetch_records() and not p.focused

@@ -362,7 +362,7 @@ class ChatScreen(Screen[None]):
         elif isinstance(event, ev.UsageReported):
             self.refresh_meter()
         elif isinstance(event, ev.RetainedEvidence):
-            self.sidebar.show(event.report)
+            self.sidebar.show(event.report, focused=event.focused)
         elif isinstance(event, ev.Compacted):
             outcome.compactions.append(event)
         elif isinstance(event, ev.Notice):
