@@ -314,14 +314,19 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         await close(store, session)
 
 
+async def told_gym_code(fake_openai: FakeOpenAI, session: ChatSession) -> None:
+    """The user told the locker code in a conversation, then started a new one."""
+    fake_openai.script(Reply(text="Noted."))
+    await run_turn(session, "My gym locker code is 7312, keep it in mind.")
+    await session.new_conversation()
+
+
 async def test_a_question_recall_answers_goes_out_with_its_evidence_alone(
     fake_openai: FakeOpenAI,
 ) -> None:
     store, session = await open_session(fake_openai)
     try:
-        fake_openai.script(Reply(text="Noted."))
-        await run_turn(session, "My gym locker code is 7312, keep it in mind.")
-        await session.new_conversation()
+        await told_gym_code(fake_openai, session)
         for n in range(3):
             fake_openai.script(Reply(text=f"Soup answer {n}."))
             await run_turn(session, f"Soup question {n}: what goes in a minestrone?")
@@ -356,9 +361,7 @@ async def test_a_question_the_working_set_still_speaks_to_is_not_focused(
 ) -> None:
     store, session = await open_session(fake_openai)
     try:
-        fake_openai.script(Reply(text="Noted."))
-        await run_turn(session, "My gym locker code is 7312, keep it in mind.")
-        await session.new_conversation()
+        await told_gym_code(fake_openai, session)
         fake_openai.script(Reply(text="Noted, 8080 now."))
         await run_turn(session, "They changed my gym locker code to 8080 today.")
         fake_openai.script(Reply(text="Soup."))
@@ -388,9 +391,7 @@ async def test_a_focused_questions_temperature(
 ) -> None:
     store, session = await open_session(fake_openai, "[recall]\n" + config)
     try:
-        fake_openai.script(Reply(text="Noted."))
-        await run_turn(session, "My gym locker code is 7312, keep it in mind.")
-        await session.new_conversation()
+        await told_gym_code(fake_openai, session)
         await session.update_settings(settings)
         fake_openai.script(Reply(text="It is 7312."))
         await run_turn(session, "What was my gym locker code?")
