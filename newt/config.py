@@ -81,8 +81,8 @@ class RecallConfig:
     evidence_order: str = "best_first"
     """Capsule order in the prompt: "best_first", "best_last" (nearest the question), "packed"."""
     focus_questions: str = "on"
-    """"on": a short question a recalled capsule fully matches is sent with the last exchange
-    only (see docs/design.md); "off": always with the whole working set."""
+    """"on": a short question a recalled capsule fully matches is sent with that evidence
+    alone (see docs/design.md); "off": always with the whole working set."""
     focus_temperature: float = 0.2
     """Sampling temperature of a focused question (a lookup in what was said) when the
     conversation sets none; a negative value leaves it to the server."""

@@ -108,7 +108,7 @@ class _Progress:
     interrupted: bool = False
     compact_reason: str = "budget"
     evidence: str = ""
-    focused: bool = False  # sent with the last exchange only (see focus.py)
+    focused: bool = False  # sent with its evidence alone (see focus.py)
     recallable: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
 
     def usage(self) -> ev.UsageReported | None:
