@@ -18,7 +18,7 @@ import contextlib
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
@@ -248,6 +248,11 @@ class TurnRunner:
         p.compactions.append(compacted)
         return [compacted]
 
+    def _users_words(self) -> Iterator[str]:
+        """The user's messages in the working set, built only when asked for:
+        most turns are not short questions a capsule answers."""
+        yield from users_words(self.s.provider.build_messages("", self.text))
+
     def _build(self) -> list[MemMessage]:
         messages = self.s.provider.build_messages(self.s.system_prompt, self.text)
         if self.p.focused:
@@ -268,7 +273,7 @@ class TurnRunner:
         report = await s.evidence.gather(self.text, s.log.resident_keys())
         self.last_retention = report
         p.focused = s.evidence.config.recall.focus_questions == "on" and answered_by_evidence(
-            self.text, report, users_words(s.provider.build_messages("", self.text))
+            self.text, report, self._users_words()
         )
         if report is not None:
             yield ev.RetainedEvidence(report, p.focused)
