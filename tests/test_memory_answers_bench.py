@@ -21,11 +21,16 @@ import memory_answers as bench
 
 def test_the_sets_are_disjoint_and_paraphrases_avoid_the_facts_words() -> None:
     data = bench.load_data()
-    assert len(data.sets["dev"]) >= 8 and len(data.sets["test"]) >= 8
-    assert not {f.id for f in data.sets["dev"]} & {f.id for f in data.sets["test"]}
+    assert all(len(data.sets[name]) >= 8 for name in bench.SETS)
+    ids = [f.id for name in bench.SETS for f in data.sets[name]]
+    assert len(ids) == len(set(ids))
     fact = data.sets["test"][0]
     broken = bench.Data(
-        {"dev": [], "test": [bench.Fact(fact.id, fact.kind, fact.statements, "", fact.question)]},
+        {
+            "dev": [],
+            "test": [bench.Fact(fact.id, fact.kind, fact.statements, "", fact.question)],
+            "holdout": [],
+        },
         data.carriers,
         data.fillers,
     )
