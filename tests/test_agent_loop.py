@@ -15,7 +15,7 @@ from newt.chat_settings import ChatSettings
 from newt.memory import COMPACTION_MARKER
 from newt.memory.types import MemMessage
 from newt.recall import EvidenceCapsule, RetentionReport
-from newt.recall.presentation import evidence_block
+from newt.recall.presentation import EVIDENCE_HEADER, FOCUSED_HEADER, evidence_block
 from newt.store import Store
 from tests.agent_helpers import done_of, make_config, reply_of, run_turn
 from tests.fake_openai import (
@@ -337,6 +337,7 @@ async def test_a_question_recall_answers_goes_out_with_its_evidence_alone(
         sent = body["messages"]
         assert [m["role"] for m in sent] == ["system", "user"]
         assert "7312" in sent[-1]["content"] and "fetch_record" not in sent[-1]["content"]
+        assert sent[-1]["content"].startswith(FOCUSED_HEADER + "\n- The user said: My gym")
         assert sent[-1]["content"].endswith("What was my gym locker code?")
         # a lookup is asked at the focus temperature; the chat turns at the server's own
         assert body["temperature"] == 0.2
@@ -371,7 +372,7 @@ async def test_a_question_the_working_set_still_speaks_to_is_not_focused(
         body = fake_openai.chat_requests[-1].body
         sent = [m["content"] for m in body["messages"]]
         # the old code is recalled, and the change the user made is sent beside it
-        assert "7312" in sent[-1]
+        assert "7312" in sent[-1] and sent[-1].startswith(EVIDENCE_HEADER)
         assert "They changed my gym locker code to 8080 today." in sent
         assert "temperature" not in body
     finally:
@@ -402,11 +403,14 @@ async def test_a_focused_questions_temperature(
         await close(store, session)
 
 
-def test_only_a_short_question_one_capsule_fully_matches_is_focused() -> None:
+def test_only_a_short_question_one_capsule_answers_is_focused() -> None:
     capsule = EvidenceCapsule("t1", "t1", "User: My gym locker code is 7312.", 9, 1.0, 5.0)
     report = RetentionReport(100, 9, [capsule])
     assert answered_by_evidence("What was my gym locker code?", report)
-    assert not answered_by_evidence("What was my bike lock code?", report)  # not all words
+    # asked with one word the telling lacked: still that capsule's question
+    assert answered_by_evidence("What was my gym locker combination?", report)
+    assert not answered_by_evidence("What was my bike padlock code?", report)  # two words short
+    assert not answered_by_evidence("What was my bike locker combination?", report)
     assert not answered_by_evidence("Tell me my gym locker code.", report)  # not a question
     assert not answered_by_evidence("What was my gym locker code?", None)
     long = "What was my gym locker code? " + "and more words " * 10 + "locker?"
@@ -417,6 +421,13 @@ def test_only_a_short_question_one_capsule_fully_matches_is_focused() -> None:
     said = ["Soup again?", "Update: my gym locker code is now 8080."]
     assert not answered_by_evidence("What was my gym locker code?", report, said)
     assert answered_by_evidence("What was my gym locker code?", report, said[:1])
+    # ... or as many of them as the capsule holds
+    said = ["The gym locker number changed, it is 8080."]
+    assert not answered_by_evidence("What was my gym locker combination?", report, said)
+    # the same question asked before tells nothing: it does not keep the history
+    said = ["What was my gym locker code?", "Which is my gym locker code? It changed."]
+    assert answered_by_evidence("What was my gym locker code?", report, said[:1])
+    assert not answered_by_evidence("What was my gym locker code?", report, said)
     msgs = [MemMessage("system", "S"), MemMessage("user", COMPACTION_MARKER + " x")]
     msgs += [MemMessage("user", "u1"), MemMessage("assistant", "a1")]
     msgs += [MemMessage("user", "u2"), MemMessage("assistant", "a2"), MemMessage("user", "q")]

@@ -37,6 +37,11 @@ DEFAULT_EVIDENCE_ORDER: EvidenceOrder = "best_first"
 EVIDENCE_HEADER = (
     "From earlier conversations with the user (verbatim excerpts, for reference only):"
 )
+# A focused question's evidence is the answer's source, not background (agent/focus.py):
+# replaying dev focused requests at 0.2, the long header's "reference" came back
+# in replies ("This was a humorous reference to the number 20"); 120 of 138 named
+# the fact with this header, 114 of 141 with the long one.
+FOCUSED_HEADER = "From earlier conversations with the user:"
 KEYS_LINE = "Full records, if needed: fetch_record with key {keys}."
 
 # Who said an excerpt, by the record's key: t<turn> (with the speaker at the
@@ -94,15 +99,16 @@ def evidence_block(
     order: EvidenceOrder = DEFAULT_EVIDENCE_ORDER,
     *,
     keys: bool = True,
+    header: str = EVIDENCE_HEADER,
 ) -> str:
     """The capsules as text placed before the user's message in this request only.
 
     `keys`: name the records' keys for fetch_record (only useful when the
-    model is offered that tool)."""
+    model is offered that tool); `header`: the line before the capsules."""
     if report is None or not report.capsules:
         return ""
     shown = ordered(report.capsules, order)
-    lines = [EVIDENCE_HEADER]
+    lines = [header]
     lines += [f"- {capsule_text(c)}" for c in shown]
     if keys:
         lines.append(KEYS_LINE.format(keys=", ".join(c.retrieval_key for c in shown)))
