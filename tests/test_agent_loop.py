@@ -337,7 +337,8 @@ async def test_a_question_recall_answers_goes_out_with_its_evidence_alone(
         sent = body["messages"]
         assert [m["role"] for m in sent] == ["system", "user"]
         assert "7312" in sent[-1]["content"] and "fetch_record" not in sent[-1]["content"]
-        assert sent[-1]["content"].startswith(FOCUSED_HEADER + "\n- The user said: My gym")
+        # in the user's voice: "Earlier I told you:" and their words bare
+        assert sent[-1]["content"].startswith(FOCUSED_HEADER + "\n- My gym locker code is 7312")
         assert sent[-1]["content"].endswith("What was my gym locker code?")
         # a lookup is asked at the focus temperature; the chat turns at the server's own
         assert body["temperature"] == 0.2

@@ -19,6 +19,7 @@ from newt.recall import (
 from newt.recall.dedupe import drop_repeats
 from newt.recall.presentation import (
     EVIDENCE_HEADER,
+    FOCUSED_HEADER,
     by_relevance,
     capsule_text,
     evidence_block,
@@ -119,6 +120,21 @@ def test_each_capsule_says_who_said_it(excerpt: str, shown: str) -> None:
     capsule.excerpt = excerpt
     capsule.speaker = speaker_at(TURN, excerpt)
     assert capsule_text(capsule) == shown
+
+
+def test_a_focused_block_speaks_in_the_users_voice() -> None:
+    """A focused question's evidence reads as the user reminding the model:
+    their own words bare under "Earlier I told you:", the rest still named."""
+    turn = RetentionCandidate("t4", TURN, access_count=0, age_hours=1.0)
+    note = RetentionCandidate("n2", "likes green tea", access_count=0, age_hours=1.0)
+    report = retain_within_budget([turn, note], 1000)
+    block = evidence_block(report, "packed", keys=False, focused=True)
+    assert block == (
+        FOCUSED_HEADER
+        + "\n- My flight to Lisbon leaves from gate E33. / You replied: Have a good trip."
+        + "\n- A note you saved: likes green tea\n\n"
+    )
+    assert "The user said" not in block and "reference" not in block
 
 
 def test_notes_summaries_and_tool_results_are_named() -> None:

@@ -14,8 +14,9 @@ reply in every failure of a dev run ("I was able to retrieve the desired
 number by reversing the previous response", word for word).
 
 So such a request carries the system prompt (the notes included), the
-evidence without the record-keys line (the capsule answers the question; with
-the line the model had answered "fetch_record with key t13") and the question.
+evidence in the user's voice ("Earlier I told you:", recall/presentation.py)
+without the record-keys line (the capsule answers the question; with the
+line the model had answered "fetch_record with key t13") and the question.
 It is sampled at `[recall] focus_temperature` (0.2) unless the conversation
 set a temperature: it is a lookup, and at the server's default 0.8 the small
 model garbles what it copies ("gate 30" for E30; replayed dev requests named

@@ -50,12 +50,7 @@ from newt.backend.types import ThinkingDelta
 from newt.chat_settings import ChatSettings
 from newt.memory import CompactingProvider, MemMessage, MemoryProvider, TurnMetrics, Usage
 from newt.recall import RetentionReport
-from newt.recall.presentation import (
-    EVIDENCE_HEADER,
-    FOCUSED_HEADER,
-    EvidenceOrder,
-    evidence_block,
-)
+from newt.recall.presentation import EvidenceOrder, evidence_block
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -286,8 +281,7 @@ class TurnRunner:
         # A focused question is answered by its capsule; a keys line there
         # invited "fetch_record with key t13" as the answer (focus.py).
         keys = self._can_fetch_records() and not p.focused
-        header = FOCUSED_HEADER if p.focused else EVIDENCE_HEADER
-        p.evidence = evidence_block(report, order, keys=keys, header=header)
+        p.evidence = evidence_block(report, order, keys=keys, focused=p.focused)
         messages = self._build()
         if await self._guard(messages):
             # the record is persisted after this turn, which it precedes in the working set

@@ -37,11 +37,16 @@ DEFAULT_EVIDENCE_ORDER: EvidenceOrder = "best_first"
 EVIDENCE_HEADER = (
     "From earlier conversations with the user (verbatim excerpts, for reference only):"
 )
-# A focused question's evidence is the answer's source, not background (agent/focus.py):
-# replaying dev focused requests at 0.2, the long header's "reference" came back
-# in replies ("This was a humorous reference to the number 20"); 120 of 138 named
-# the fact with this header, 114 of 141 with the long one.
-FOCUSED_HEADER = "From earlier conversations with the user:"
+# A focused question (agent/focus.py) gets its evidence in the user's own
+# voice: the request is then the user reminding the model of what they said
+# and asking, which a small model answers instead of talking about "the
+# user". Replaying dev focused requests at 0.2 (SmolLM2-135M, 34 requests,
+# 4 seeds): this header with the user's statements bare named the fact in 122
+# of 136 replies, "From earlier conversations with the user:" with "The user
+# said:" lines in 110, "From our earlier conversations:" with "I said:" lines
+# in 78 of 102; the long header's "reference" had come back in focused
+# replies ("This was a humorous reference to the number 20").
+FOCUSED_HEADER = "Earlier I told you:"
 KEYS_LINE = "Full records, if needed: fetch_record with key {keys}."
 
 # Who said an excerpt, by the record's key: t<turn> (with the speaker at the
@@ -71,8 +76,11 @@ def ordered(
     raise ValueError(f"unknown evidence order {order!r}; use one of {', '.join(EVIDENCE_ORDERS)}")
 
 
-def capsule_text(capsule: EvidenceCapsule) -> str:
-    """One capsule as a line that says who said it (the excerpt stays verbatim)."""
+def capsule_text(capsule: EvidenceCapsule, *, users_voice: bool = False) -> str:
+    """One capsule as a line that says who said it (the excerpt stays verbatim).
+
+    `users_voice`: under FOCUSED_HEADER the user's own words go bare ("My
+    bike lock combination is 4140."), the rest still says who said it."""
     key, text = capsule.retrieval_key, capsule.excerpt.strip()
     if key.startswith("t") and "." in key:
         return f"{_TOOL}: {text}"
@@ -87,8 +95,9 @@ def capsule_text(capsule: EvidenceCapsule) -> str:
     elif not marker:
         user, reply = user, ""
     parts = []
-    if user.strip().removeprefix(_USER_MARK.strip()).strip():
-        parts.append(f"{_USER}: {user.strip().removeprefix(_USER_MARK.strip()).strip()}")
+    said = user.strip().removeprefix(_USER_MARK.strip()).strip()
+    if said:
+        parts.append(said if users_voice else f"{_USER}: {said}")
     if reply.strip():
         parts.append(f"{_REPLY}: {reply.strip()}")
     return " / ".join(parts) or text
@@ -99,17 +108,18 @@ def evidence_block(
     order: EvidenceOrder = DEFAULT_EVIDENCE_ORDER,
     *,
     keys: bool = True,
-    header: str = EVIDENCE_HEADER,
+    focused: bool = False,
 ) -> str:
     """The capsules as text placed before the user's message in this request only.
 
     `keys`: name the records' keys for fetch_record (only useful when the
-    model is offered that tool); `header`: the line before the capsules."""
+    model is offered that tool); `focused`: a focused question's block, in the
+    user's voice under FOCUSED_HEADER."""
     if report is None or not report.capsules:
         return ""
     shown = ordered(report.capsules, order)
-    lines = [header]
-    lines += [f"- {capsule_text(c)}" for c in shown]
+    lines = [FOCUSED_HEADER if focused else EVIDENCE_HEADER]
+    lines += [f"- {capsule_text(c, users_voice=focused)}" for c in shown]
     if keys:
         lines.append(KEYS_LINE.format(keys=", ".join(c.retrieval_key for c in shown)))
     return "\n".join(lines) + "\n\n"
