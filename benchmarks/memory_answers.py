@@ -1,6 +1,6 @@
 """Does a fact told early come back in the answer after newt has pruned it?
 
-    python benchmarks/memory_answers.py [--set dev|test|holdout] [--seeds 1,2] [--quick]
+    python benchmarks/memory_answers.py [--set dev|test|holdout|holdout2] [--seeds 1,2] [--quick]
         [--designs first,spread] [--modes on,off] [--embeddings on|off|minilm]
         [--config-value SECTION.KEY=VALUE ...] [--server-arg ARG ...]
         [--reply-tokens N] [--threads N] [--binary PATH] [--model GGUF]
@@ -27,9 +27,10 @@ are asked with a paraphrase that shares none of the fact's words of four
 letters or more; those rows are reported separately. Recall modes: `on` (the
 config as shipped) and `off` (`[recall] retained_token_budget = 0`).
 
-Facts and questions live in benchmarks/memory_answers.toml in three disjoint
-sets: `dev` (free to tune on), `test` (the one the README reports) and
-`holdout` (written after `test` had been read; measured, never tuned on).
+Facts and questions live in benchmarks/memory_answers.toml in four disjoint
+sets: `dev` (free to tune on), `test` (the one the README reports), `holdout`
+(written after `test` had been read) and `holdout2` (written after `holdout`
+had been read); the holdouts are measured, never tuned on.
 Replies are capped at --reply-tokens by the server's `-n` (newt sends no cap
 for chat turns; compaction summaries send their own); sampling is the
 server's default with a fixed `--seed` (greedy decoding made this model repeat
@@ -64,8 +65,8 @@ import httpx
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "memory_answers.toml"
-# dev: tune on it; test: what the README reports; holdout: facts nobody tuned against
-SETS = ("dev", "test", "holdout")
+# dev: tune on it; test: what the README reports; holdout, holdout2: facts nobody tuned against
+SETS = ("dev", "test", "holdout", "holdout2")
 CONTEXT = 2048
 REPLY_TOKENS = 48
 FACTS_PER_RUN = 6

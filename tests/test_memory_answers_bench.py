@@ -30,6 +30,7 @@ def test_the_sets_are_disjoint_and_paraphrases_avoid_the_facts_words() -> None:
             "dev": [],
             "test": [bench.Fact(fact.id, fact.kind, fact.statements, "", fact.question)],
             "holdout": [],
+            "holdout2": [],
         },
         data.carriers,
         data.fillers,
