@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.focus import answered_by_evidence, focused, users_words
+from newt.agent.focus import answered_by_evidence, focus_evidence, focused, users_words
 from newt.agent.session import ChatSession
 from newt.chat_settings import ChatSettings
 from newt.memory import COMPACTION_MARKER
@@ -358,6 +358,36 @@ async def test_a_question_recall_answers_goes_out_with_its_evidence_alone(
         await close(store, session)
 
 
+async def test_a_focused_request_leaves_out_capsules_that_do_not_answer(
+    fake_openai: FakeOpenAI,
+) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        await told_gym_code(fake_openai, session)
+        fake_openai.script(Reply(text="Noted."))
+        await run_turn(session, "The combination for my bike lock is 4140.")
+        await session.new_conversation()
+        fake_openai.script(Reply(text="It is 7312."))
+        # one word short of the gym capsule; the bike capsule holds only "combination"
+        events = await run_turn(session, "What was my gym locker combination?")
+        sent = fake_openai.chat_requests[-1].body["messages"]
+        assert [m["role"] for m in sent] == ["system", "user"]
+        assert "7312" in sent[-1]["content"] and "4140" not in sent[-1]["content"]
+        shown = [e for e in events if isinstance(e, ev.RetainedEvidence)]
+        assert shown[0].focused
+        assert [c.excerpt for c in shown[0].report.capsules] == [
+            "User: My gym locker code is 7312, keep it in mind."
+        ]
+        assert session.last_retention is shown[0].report  # /memory shows what was sent
+        # not a lookup: both capsules go with the whole working set
+        fake_openai.script(Reply(text="Both."))
+        await run_turn(session, "Tell me about the gym locker combination and the bike lock.")
+        content = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
+        assert "7312" in content and "4140" in content
+    finally:
+        await close(store, session)
+
+
 async def test_a_question_the_working_set_still_speaks_to_is_not_focused(
     fake_openai: FakeOpenAI,
 ) -> None:
@@ -434,6 +464,21 @@ def test_only_a_short_question_one_capsule_answers_is_focused() -> None:
     msgs += [MemMessage("user", "u2"), MemMessage("assistant", "a2"), MemMessage("user", "q")]
     assert [m.content for m in focused(msgs)] == ["S", "q"]
     assert users_words(msgs) == ["u1", "u2"]
+
+
+def test_a_focused_question_goes_out_with_the_capsules_that_answer_it() -> None:
+    """Beside "The safe in the east office opens with 2058." SmolLM2 answered
+    with the garage's code, which shares only "code" with the question."""
+    safe = EvidenceCapsule("t1", "t1", "The safe in the east office opens with 2058.", 12, 1.0, 2.0)
+    garage = EvidenceCapsule("t2", "t2", "The garage door keypad code is 1613.", 10, 1.0, 3.0)
+    same = EvidenceCapsule("t3", "t3", "At the east office the safe opens with 2058.", 12, 0.5, 1.0)
+    report = RetentionReport(100, 34, [safe, garage, same], candidates_examined=5)
+    focus = focus_evidence("What is the safe code in the east office?", report)
+    assert focus is not None and [c.id for c in focus.capsules] == ["t1", "t3"]
+    assert focus.retained_tokens == 24 and focus.candidates_examined == 5
+    assert [c.id for c in report.capsules] == ["t1", "t2", "t3"]  # the report is untouched
+    assert focus_evidence("What is the garage keypad code?", report) is not None
+    assert focus_evidence("What is my padlock number?", report) is None
 
 
 async def test_fetch_record_tool_returns_full_record(fake_openai: FakeOpenAI) -> None:

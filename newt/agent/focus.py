@@ -14,9 +14,10 @@ reply in every failure of a dev run ("I was able to retrieve the desired
 number by reversing the previous response", word for word).
 
 So such a request carries the system prompt (the notes included), the
-evidence in the user's voice ("Earlier I told you:", recall/presentation.py)
-without the record-keys line (the capsule answers the question; with the
-line the model had answered "fetch_record with key t13") and the question.
+capsules that answer the question (the others only compete with them) in the
+user's voice ("Earlier I told you:", recall/presentation.py) without the
+record-keys line (the capsule answers the question; with the line the model
+had answered "fetch_record with key t13"), and the question.
 It is sampled at `[recall] focus_temperature` (0.2) unless the conversation
 set a temperature: it is a lookup, and at the server's default 0.8 the small
 model garbles what it copies ("gate 30" for E30; replayed dev requests named
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from newt.memory.types import COMPACTION_MARKER, MemMessage
@@ -64,22 +66,45 @@ def answered_by_evidence(
     """A short, single question that one capsule answers (holds its search
     words, one short at most: see `enough_words`) and no message in `said`
     (the user's messages still in the working set) speaks to as fully."""
+    return focus_evidence(text, report, said) is not None
+
+
+def focus_evidence(
+    text: str, report: RetentionReport | None, said: Iterable[str] = ()
+) -> RetentionReport | None:
+    """The evidence a focused question goes out with: only the capsules that
+    answer it (see answered_by_evidence); None when it is not focused.
+
+    The others are left out of that request: beside "The safe in the east
+    office opens with 2058." a small model answered "The safe code in the east
+    office is 1613." from "The garage door keypad code is 1613.", which holds
+    only the word "code" of the question (see docs/design.md section 7)."""
     if report is None or not report.capsules:
-        return False
+        return None
+    terms = question_terms(text)
+    if terms is None:
+        return None
+    held = [len(words_held(c.excerpt, terms)) for c in report.capsules]
+    best, enough = max(held), enough_words(len(terms))
+    if best < enough:
+        return None
+    if any(len(words_held(m, terms)) >= best for m in said if not _only_asks(m)):
+        return None
+    kept = [c for c, n in zip(report.capsules, held, strict=True) if n >= enough]
+    return replace(report, capsules=kept, retained_tokens=sum(c.tokens for c in kept))
+
+
+def question_terms(text: str) -> set[str] | None:
+    """The search words of a short, single question (one line ending in "?",
+    at most MAX_QUESTION_WORDS words, MIN_QUESTION_TERMS search words or more);
+    None for any other message."""
     question = text.strip()
     if not question.endswith("?") or "\n" in question:
-        return False
+        return None
     if len(question.split()) > MAX_QUESTION_WORDS:
-        return False
+        return None
     terms = {t.lower() for t in query_terms(question)}
-    if len(terms) < MIN_QUESTION_TERMS:
-        return False
-    best = max(len(words_held(c.excerpt, terms)) for c in report.capsules)
-    if best < enough_words(len(terms)):
-        return False
-    return not any(
-        len(words_held(message, terms)) >= best for message in said if not _only_asks(message)
-    )
+    return terms if len(terms) >= MIN_QUESTION_TERMS else None
 
 
 def _only_asks(message: str) -> bool:

@@ -27,7 +27,7 @@ from newt.agent import events as ev
 from newt.agent.capability_tracker import CapabilityTracker
 from newt.agent.conversation_log import ConversationLog
 from newt.agent.evidence import EvidenceSource
-from newt.agent.focus import answered_by_evidence, focus_sampling, focused, users_words
+from newt.agent.focus import focus_evidence, focus_sampling, focused, users_words
 from newt.agent.reply_stats import ReplyClock, ReplyStats, answer_share
 from newt.agent.rescue import save_unsaved_reply
 from newt.agent.tools import (
@@ -271,10 +271,12 @@ class TurnRunner:
             s.tools = {**s.tools, **s.extra_tools.handlers()}
             s.tool_schemas = [*s.tool_schemas, *s.extra_tools.schemas()]
         report = await s.evidence.gather(self.text, s.log.resident_keys())
+        if s.evidence.config.recall.focus_questions == "on":
+            # a focused question goes out with the capsules that answer it alone
+            focus = focus_evidence(self.text, report, self._users_words())
+            if focus is not None:
+                p.focused, report = True, focus
         self.last_retention = report
-        p.focused = s.evidence.config.recall.focus_questions == "on" and answered_by_evidence(
-            self.text, report, self._users_words()
-        )
         if report is not None:
             yield ev.RetainedEvidence(report, p.focused)
         order = cast(EvidenceOrder, s.evidence.config.recall.evidence_order)  # validated by config
