@@ -368,7 +368,8 @@ async def test_a_focused_request_leaves_out_capsules_that_do_not_answer(
         await run_turn(session, "The combination for my bike lock is 4140.")
         await session.new_conversation()
         fake_openai.script(Reply(text="It is 7312."))
-        # one word short of the gym capsule; the bike capsule holds only "combination"
+        # one word short of the gym capsule; the bike capsule holds only
+        # "combination" (recalled: without the narrowing 4140 is sent too)
         events = await run_turn(session, "What was my gym locker combination?")
         sent = fake_openai.chat_requests[-1].body["messages"]
         assert [m["role"] for m in sent] == ["system", "user"]
@@ -455,10 +456,19 @@ def test_only_a_short_question_one_capsule_answers_is_focused() -> None:
     # ... or as many of them as the capsule holds
     said = ["The gym locker number changed, it is 8080."]
     assert not answered_by_evidence("What was my gym locker combination?", report, said)
+    # ... or as many as a capsule needs (one short), like a capsule would
+    said = ["The locker code changed to 8080."]
+    assert not answered_by_evidence("What was my gym locker code?", report, said)
     # the same question asked before tells nothing: it does not keep the history
     said = ["What was my gym locker code?", "Which is my gym locker code? It changed."]
     assert answered_by_evidence("What was my gym locker code?", report, said[:1])
     assert not answered_by_evidence("What was my gym locker code?", report, said)
+    # a question carrying a number may be telling it
+    said = ["Is my gym locker code 8080 now?"]
+    assert not answered_by_evidence("What was my gym locker code?", report, said)
+    # stop words only lean on what came before, whatever a capsule holds
+    chatty = EvidenceCapsule("t2", "t2", "User: what was it again, again?", 9, 1.0, 5.0)
+    assert not answered_by_evidence("What was it again?", RetentionReport(100, 9, [chatty]))
     msgs = [MemMessage("system", "S"), MemMessage("user", COMPACTION_MARKER + " x")]
     msgs += [MemMessage("user", "u1"), MemMessage("assistant", "a1")]
     msgs += [MemMessage("user", "u2"), MemMessage("assistant", "a2"), MemMessage("user", "q")]
@@ -475,9 +485,11 @@ def test_a_focused_question_goes_out_with_the_capsules_that_answer_it() -> None:
     report = RetentionReport(100, 34, [safe, garage, same], candidates_examined=5)
     focus = focus_evidence("What is the safe code in the east office?", report)
     assert focus is not None and [c.id for c in focus.capsules] == ["t1", "t3"]
-    assert focus.retained_tokens == 24 and focus.candidates_examined == 5
+    # what was sent: the sidebar counts the one left out as dropped
+    assert (focus.retained_tokens, focus.dropped, focus.candidates_examined) == (24, 1, 5)
     assert [c.id for c in report.capsules] == ["t1", "t2", "t3"]  # the report is untouched
-    assert focus_evidence("What is the garage keypad code?", report) is not None
+    garage_only = focus_evidence("What is the garage keypad code?", report)
+    assert garage_only is not None and [c.id for c in garage_only.capsules] == ["t2"]
     assert focus_evidence("What is my padlock number?", report) is None
 
 

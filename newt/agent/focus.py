@@ -34,12 +34,13 @@ phrasing lacked ("time", "neighbour", "leave" for "boards"), and went out with
 the whole working set while their capsule was there.
 
 What the conversation still says about the question is not cut away: when a
-user message still in the working set holds as many of the question's search
-words as the best capsule ("My flight to Lisbon now leaves from gate F12"),
-the question goes out with the whole working set, where that message sits
-beside the evidence (a message that only asks a question tells nothing and
-does not count). A question of one search word ("And the south one?") leans
-on what came before and is never focused.
+user message still in the working set holds enough of the question's search
+words to answer it as a capsule would ("My flight to Lisbon now leaves from
+gate F12"), the question goes out with the whole working set, where that
+message sits beside the evidence (a message that only asks a question, with
+no number in it, tells nothing and does not count). A question of one search
+word ("And the south one?"), or of stop words only ("What was it again?"),
+leans on what came before and is never focused.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from dataclasses import replace
 from typing import Any
 
 from newt.memory.types import COMPACTION_MARKER, MemMessage
-from newt.recall.fts_query import query_terms
+from newt.recall.fts_query import STOP_WORDS, query_terms
 from newt.recall.near_misses import words_held
 from newt.recall.retention import RetentionReport
 
@@ -88,10 +89,16 @@ def focus_evidence(
     best, enough = max(held), enough_words(len(terms))
     if best < enough:
         return None
-    if any(len(words_held(m, terms)) >= best for m in said if not _only_asks(m)):
+    # a message of the user's speaks to the question as a capsule would
+    if any(len(words_held(m, terms)) >= enough for m in said if not _only_asks(m)):
         return None
     kept = [c for c, n in zip(report.capsules, held, strict=True) if n >= enough]
-    return replace(report, capsules=kept, retained_tokens=sum(c.tokens for c in kept))
+    return replace(
+        report,
+        capsules=kept,
+        retained_tokens=sum(c.tokens for c in kept),
+        dropped=report.dropped + len(report.capsules) - len(kept),
+    )
 
 
 def question_terms(text: str) -> set[str] | None:
@@ -103,16 +110,20 @@ def question_terms(text: str) -> set[str] | None:
         return None
     if len(question.split()) > MAX_QUESTION_WORDS:
         return None
-    terms = {t.lower() for t in query_terms(question)}
+    # only stop words ("What was it again?") is a question about what came before
+    terms = {t.lower() for t in query_terms(question)} - STOP_WORDS
     return terms if len(terms) >= MIN_QUESTION_TERMS else None
 
 
 def _only_asks(message: str) -> bool:
     """A message that is one question and nothing else tells nothing: the same
     question asked again earlier must not keep this one beside the first
-    (possibly wrong) answer."""
+    (possibly wrong) answer. One that carries a number ("Is my locker code
+    8080 now?") may be telling one, and counts."""
     text = message.strip()
-    return text.endswith("?") and "\n" not in text and not re.search(r"[.!?]\s", text)
+    if not text.endswith("?") or "\n" in text or re.search(r"\d", text):
+        return False
+    return not re.search(r"[.!?]\s", text)
 
 
 def enough_words(terms: int) -> int:
