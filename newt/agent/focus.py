@@ -86,8 +86,8 @@ def focus_evidence(
     if terms is None:
         return None
     held = [len(words_held(c.excerpt, terms)) for c in report.capsules]
-    best, enough = max(held), enough_words(len(terms))
-    if best < enough:
+    enough = enough_words(len(terms))
+    if max(held) < enough:
         return None
     # a message of the user's speaks to the question as a capsule would
     if any(len(words_held(m, terms)) >= enough for m in said if not _only_asks(m)):
