@@ -1,6 +1,6 @@
 """Does a fact told early come back in the answer after newt has pruned it?
 
-    python benchmarks/memory_answers.py [--set dev|test|holdout|holdout2] [--seeds 1,2] [--quick]
+    python benchmarks/memory_answers.py [--set dev|test|holdout|holdout2|holdout3] [--seeds 1,2] [--quick]
         [--designs first,spread] [--modes on,off] [--embeddings on|off|minilm]
         [--config-value SECTION.KEY=VALUE ...] [--server-arg ARG ...]
         [--reply-tokens N] [--threads N] [--binary PATH] [--model GGUF]
@@ -27,10 +27,11 @@ are asked with a paraphrase that shares none of the fact's words of four
 letters or more; those rows are reported separately. Recall modes: `on` (the
 config as shipped) and `off` (`[recall] retained_token_budget = 0`).
 
-Facts and questions live in benchmarks/memory_answers.toml in four disjoint
+Facts and questions live in benchmarks/memory_answers.toml in five disjoint
 sets: `dev` (free to tune on), `test` (the one the README reports), `holdout`
-(written after `test` had been read) and `holdout2` (written after `holdout`
-had been read); the holdouts are measured, never tuned on.
+(written after `test` had been read), `holdout2` (written after `holdout` had
+been read) and `holdout3` (written after `holdout2` had been read); the
+holdouts are measured, never tuned on.
 Replies are capped at --reply-tokens by the server's `-n` (newt sends no cap
 for chat turns; compaction summaries send their own); sampling is the
 server's default with a fixed `--seed` (greedy decoding made this model repeat
@@ -65,8 +66,8 @@ import httpx
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "memory_answers.toml"
-# dev: tune on it; test: what the README reports; holdout, holdout2: facts nobody tuned against
-SETS = ("dev", "test", "holdout", "holdout2")
+# dev: tune on it; test: what the README reports; holdout, holdout2, holdout3: facts nobody tuned against
+SETS = ("dev", "test", "holdout", "holdout2", "holdout3")
 CONTEXT = 2048
 REPLY_TOKENS = 48
 FACTS_PER_RUN = 6

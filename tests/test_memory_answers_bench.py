@@ -31,6 +31,7 @@ def test_the_sets_are_disjoint_and_paraphrases_avoid_the_facts_words() -> None:
             "test": [bench.Fact(fact.id, fact.kind, fact.statements, "", fact.question)],
             "holdout": [],
             "holdout2": [],
+            "holdout3": [],
         },
         data.carriers,
         data.fillers,
