@@ -511,7 +511,10 @@ def fact_resident(body: dict[str, Any], planted: Planted, known: set[str]) -> bo
 
 
 def mentions(text: str, value: str) -> bool:
-    return re.search(rf"(?<![\w:]){re.escape(value)}(?![\w:])", text, re.IGNORECASE) is not None
+    # a clock time may come back with its half of the day glued on ("5:40pm")
+    suffix = r"(?:[ap]\.?m\.?)?" if ":" in value else ""
+    pattern = rf"(?<![\w:]){re.escape(value)}{suffix}(?![\w:])"
+    return re.search(pattern, text, re.IGNORECASE) is not None
 
 
 def locate(body: dict[str, Any], value: str, question: str, known: set[str]) -> str | None:

@@ -493,6 +493,30 @@ def test_a_focused_question_goes_out_with_the_capsules_that_answer_it() -> None:
     assert focus_evidence("What is my padlock number?", report) is None
 
 
+def test_a_time_question_is_held_by_the_time_it_asks_for() -> None:
+    """ "What time is my piano lesson on Saturday?" for "On Saturday I have
+    piano at 2:50.": two words away, but the clock time answers "time"."""
+    piano = EvidenceCapsule("t1", "t1", "User: On Saturday I have piano at 2:50.", 12, 1.0, 2.0)
+    report = RetentionReport(100, 12, [piano])
+    assert answered_by_evidence("What time is my piano lesson on Saturday?", report)
+    assert answered_by_evidence("At what hour is my piano lesson on Saturday?", report)
+    # without a time in the capsule, "time" is one more word it lacks
+    vague = EvidenceCapsule("t2", "t2", "User: On Saturday I have piano as usual.", 12, 1.0, 2.0)
+    assert not answered_by_evidence(
+        "What time is my piano lesson on Saturday?", RetentionReport(100, 12, [vague])
+    )
+    # a time on another day is still two words short
+    assert not answered_by_evidence("What time is my piano lesson on Sunday?", report)
+    # "code" is not a value word: a sibling's digits must not answer for it
+    west = EvidenceCapsule("t3", "t3", "The safe in the west office opens with 5094.", 12, 1.0, 2.0)
+    assert not answered_by_evidence(
+        "What is the safe code in the east office?", RetentionReport(100, 12, [west])
+    )
+    # the guard counts the same way: the time told in the working set keeps it
+    said = ["Piano moved: on Saturday it is at 4 pm now."]
+    assert not answered_by_evidence("What time is my piano lesson on Saturday?", report, said)
+
+
 async def test_fetch_record_tool_returns_full_record(fake_openai: FakeOpenAI) -> None:
     store, session = await open_session(fake_openai)
     try:

@@ -70,6 +70,10 @@ def test_locate_tells_evidence_record_and_resident_turns_apart() -> None:
     )
     assert bench.locate({"messages": [system, plain]}, "4417", question, known) is None
     assert not bench.mentions("44170", "4417") and bench.mentions("It is 4417.", "4417")
+    # a time with am/pm glued on names it; another time does not
+    assert bench.mentions("at 5:40pm.", "5:40") and bench.mentions("at 5:40 p.m.", "5:40")
+    assert not bench.mentions("at 5:405", "5:40") and not bench.mentions("15:40", "5:40")
+    assert not bench.mentions("at 5:40pmx", "5:40")
     # strict scoring: a reply naming a near-miss value too counts as wrong
     assert bench.carries("It is 4417.", "4417", ["9941"])
     assert not bench.carries("It is 4417 or 9941.", "4417", ["9941"])

@@ -51,14 +51,19 @@ from dataclasses import replace
 from typing import Any
 
 from newt.memory.types import COMPACTION_MARKER, MemMessage
+from newt.recall.excerpt import sentences
 from newt.recall.fts_query import STOP_WORDS, query_terms
 from newt.recall.near_misses import words_held
-from newt.recall.retention import RetentionReport
+from newt.recall.retention import REPLY_MARK, USER_MARK, EvidenceCapsule, RetentionReport
 
 # A question longer than this is a request with context of its own.
 MAX_QUESTION_WORDS = 25
 # A question of fewer search words leans on the conversation for its meaning.
 MIN_QUESTION_TERMS = 2
+# Question words naming the form of the value asked for, held by a value of
+# that form (see question_words_held). A clock time: 2:50, 9.30, 7 pm, 7am.
+_CLOCK = re.compile(r"\b\d{1,2}(?:[:.]\d{2}\b|\s?[ap]\.?m\b)", re.IGNORECASE)
+VALUE_WORDS: dict[str, re.Pattern[str]] = {"time": _CLOCK, "hour": _CLOCK}
 
 
 def answered_by_evidence(
@@ -85,14 +90,18 @@ def focus_evidence(
     terms = question_terms(text)
     if terms is None:
         return None
-    held = [len(words_held(c.excerpt, terms)) for c in report.capsules]
+    held = [len(question_words_held(c.excerpt, terms)) for c in report.capsules]
     enough = enough_words(len(terms))
     if max(held) < enough:
         return None
     # a message of the user's speaks to the question as a capsule would
-    if any(len(words_held(m, terms)) >= enough for m in said if not _only_asks(m)):
+    if any(len(question_words_held(m, terms)) >= enough for m in said if not _only_asks(m)):
         return None
-    kept = [c for c, n in zip(report.capsules, held, strict=True) if n >= enough]
+    kept = [
+        answering_part(c, terms, enough)
+        for c, n in zip(report.capsules, held, strict=True)
+        if n >= enough
+    ]
     return replace(
         report,
         capsules=kept,
@@ -113,6 +122,42 @@ def question_terms(text: str) -> set[str] | None:
     # only stop words ("What was it again?") is a question about what came before
     terms = {t.lower() for t in query_terms(question)} - STOP_WORDS
     return terms if len(terms) >= MIN_QUESTION_TERMS else None
+
+
+def answering_part(capsule: EvidenceCapsule, terms: set[str], enough: int) -> EvidenceCapsule:
+    """A capsule of the user's words cut to the sentences that answer the
+    question (hold enough of its words); whole when none does alone (the fact
+    spans sentences) or every sentence does."""
+    if capsule.speaker != "user" or not capsule.excerpt.startswith(USER_MARK):
+        return capsule
+    said = capsule.excerpt.partition(REPLY_MARK)[0].removeprefix(USER_MARK)
+    starts, ends = sentences(said)
+    parts = [said[a:b].strip() for a, b in zip(starts, ends, strict=True)]
+    parts = [p for p in parts if p]
+    hits = [p for p in parts if len(question_words_held(p, terms)) >= enough]
+    if not hits or (len(hits) == len(parts) and said == capsule.excerpt[len(USER_MARK) :]):
+        return capsule
+    excerpt = USER_MARK + " ".join(hits)
+    tokens = max(1, capsule.tokens * len(excerpt) // max(1, len(capsule.excerpt)))
+    return replace(capsule, excerpt=excerpt, tokens=tokens)
+
+
+def question_words_held(text: str, terms: set[str]) -> frozenset[str]:
+    """The question's search words `text` holds: as words (see words_held), or,
+    for a word naming the kind of value asked for, as a value of that kind.
+
+    People tell a time without the word "time" ("On Saturday I have piano at
+    2:50.") and ask "What time is my piano lesson on Saturday?", two words
+    away from what they said; "time" is held by the clock time itself. Only
+    words that name a value's form count (VALUE_WORDS): "code" does not, since
+    a sibling's statement ("The safe in the west office opens with 5094.")
+    holds digits too and would then answer for the east office's safe."""
+    held = set(words_held(text, terms))
+    for word in terms - held:
+        form = VALUE_WORDS.get(word)
+        if form is not None and form.search(text):
+            held.add(word)
+    return frozenset(held)
 
 
 def _only_asks(message: str) -> bool:
