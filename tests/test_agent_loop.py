@@ -517,6 +517,34 @@ def test_a_time_question_is_held_by_the_time_it_asks_for() -> None:
     assert not answered_by_evidence("What time is my piano lesson on Saturday?", report, said)
 
 
+def test_a_focused_capsule_is_cut_to_the_sentences_that_answer() -> None:
+    """A fact told inside a longer turn goes out as its own sentence: beside
+    the rest of the turn SmolLM2 talked about the meeting instead."""
+    told = (
+        "User: Quick update: the meeting ran long again. On Monday the blue recycling bin"
+        " goes out at 8:20. Anyway, I still need to pack.\nAssistant: Noted, good luck!"
+    )
+    turn = EvidenceCapsule("t1", "t1", told, 40, 1.0, 2.0, "user")
+    focus = focus_evidence(
+        "When is the blue recycling bin collected on Monday?", RetentionReport(100, 40, [turn])
+    )
+    assert focus is not None
+    [cut] = focus.capsules
+    assert cut.excerpt == "User: On Monday the blue recycling bin goes out at 8:20."
+    assert cut.tokens < turn.tokens and focus.retained_tokens == cut.tokens
+    # a fact spread over two sentences stays whole: no sentence answers alone
+    spread = "User: The amber harbor has lockers. Mine opens with code 4417, I think."
+    both = EvidenceCapsule("t2", "t2", spread, 20, 1.0, 2.0, "user")
+    kept = focus_evidence(
+        "What is my locker code at the amber harbor?", RetentionReport(100, 20, [both])
+    )
+    assert kept is not None and kept.capsules == [both]
+    # a note or a reply is not a turn of the user's: left as recalled
+    note = EvidenceCapsule("n1", "n1", "Chat. The safe code is 2058. More.", 20, 1.0, 2.0)
+    noted = focus_evidence("What is the safe code?", RetentionReport(100, 20, [note]))
+    assert noted is not None and noted.capsules == [note]
+
+
 async def test_fetch_record_tool_returns_full_record(fake_openai: FakeOpenAI) -> None:
     store, session = await open_session(fake_openai)
     try:

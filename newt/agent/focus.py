@@ -98,9 +98,7 @@ def focus_evidence(
     if any(len(question_words_held(m, terms)) >= enough for m in said if not _only_asks(m)):
         return None
     kept = [
-        answering_part(c, terms, enough)
-        for c, n in zip(report.capsules, held, strict=True)
-        if n >= enough
+        answering_part(c, terms) for c, n in zip(report.capsules, held, strict=True) if n >= enough
     ]
     return replace(
         report,
@@ -124,20 +122,20 @@ def question_terms(text: str) -> set[str] | None:
     return terms if len(terms) >= MIN_QUESTION_TERMS else None
 
 
-def answering_part(capsule: EvidenceCapsule, terms: set[str], enough: int) -> EvidenceCapsule:
-    """A capsule of the user's words cut to the sentences that answer the
-    question (hold enough of its words); whole when none does alone (the fact
-    spans sentences) or every sentence does."""
+def answering_part(capsule: EvidenceCapsule, terms: set[str]) -> EvidenceCapsule:
+    """A capsule of the user's words without the sentences that hold none of
+    the question's words (and without the reply): the fact told inside a
+    longer turn, with what it needs around it. Sentences holding only one
+    word stay ("The amber harbor has lockers. Mine opens with code 4417.")."""
     if capsule.speaker != "user" or not capsule.excerpt.startswith(USER_MARK):
         return capsule
     said = capsule.excerpt.partition(REPLY_MARK)[0].removeprefix(USER_MARK)
     starts, ends = sentences(said)
     parts = [said[a:b].strip() for a, b in zip(starts, ends, strict=True)]
-    parts = [p for p in parts if p]
-    hits = [p for p in parts if len(question_words_held(p, terms)) >= enough]
-    if not hits or (len(hits) == len(parts) and said == capsule.excerpt[len(USER_MARK) :]):
+    kept = [p for p in parts if p and question_words_held(p, terms)]
+    excerpt = USER_MARK + " ".join(kept)
+    if not kept or excerpt == capsule.excerpt:
         return capsule
-    excerpt = USER_MARK + " ".join(hits)
     tokens = max(1, capsule.tokens * len(excerpt) // max(1, len(capsule.excerpt)))
     return replace(capsule, excerpt=excerpt, tokens=tokens)
 
