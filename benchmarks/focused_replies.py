@@ -135,9 +135,11 @@ async def run(args: argparse.Namespace) -> int:
                     for key in ("all", case.wrapper.rstrip("0123456789"), f"kind:{case.kind}"):
                         score.setdefault((variant, key), []).append(ok)
                     if args.verbose:
+                        mark = "ok" if ok else "--"
                         print(f"{case.fact_id:18} {case.wrapper:8} {variant:9} s{seed} "
-                              f"{'ok' if ok else '--'} {reply[:80]!r}", file=sys.stderr)  # fmt: skip
-    print(f"set {args.set}: {len(chosen)} told/asked pairs, seeds {','.join(map(str, args.seeds))}, "
+                              f"{mark} {reply[:80]!r}", file=sys.stderr)  # fmt: skip
+    seeds = ",".join(map(str, args.seeds))
+    print(f"set {args.set}: {len(chosen)} told/asked pairs, seeds {seeds}, "
           f"t={args.temperature}, replies <= {args.reply_tokens} tokens")  # fmt: skip
     print(f"not focused (would go out with the whole working set): {len(unfocused)}")
     for case in unfocused:

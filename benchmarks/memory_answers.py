@@ -1,6 +1,7 @@
 """Does a fact told early come back in the answer after newt has pruned it?
 
-    python benchmarks/memory_answers.py [--set dev|test|holdout|holdout2|holdout3] [--seeds 1,2] [--quick]
+    python benchmarks/memory_answers.py [--set dev|test|holdout|holdout2|holdout3]
+        [--seeds 1,2] [--quick]
         [--designs first,spread] [--modes on,off] [--embeddings on|off|minilm]
         [--config-value SECTION.KEY=VALUE ...] [--server-arg ARG ...]
         [--reply-tokens N] [--threads N] [--binary PATH] [--model GGUF]
@@ -66,7 +67,7 @@ import httpx
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "memory_answers.toml"
-# dev: tune on it; test: what the README reports; holdout, holdout2, holdout3: facts nobody tuned against
+# dev: tune on it; test: what the README reports; holdout*: facts nobody tuned against
 SETS = ("dev", "test", "holdout", "holdout2", "holdout3")
 CONTEXT = 2048
 REPLY_TOKENS = 48

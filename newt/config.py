@@ -83,9 +83,9 @@ class RecallConfig:
     focus_questions: str = "on"
     """"on": a short question a recalled capsule fully matches is sent with that evidence
     alone (see docs/design.md); "off": always with the whole working set."""
-    focus_temperature: float = 0.2
+    focus_temperature: float = 0.0
     """Sampling temperature of a focused question (a lookup in what was said) when the
-    conversation sets none; a negative value leaves it to the server."""
+    conversation sets none (0: the most likely answer); negative leaves it to the server."""
 
 
 @dataclass

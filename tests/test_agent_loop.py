@@ -414,6 +414,7 @@ async def test_a_question_the_working_set_still_speaks_to_is_not_focused(
 @pytest.mark.parametrize(
     ("config", "settings", "expected"),
     [
+        ("", ChatSettings(), 0.0),  # a lookup: the most likely answer
         ("focus_temperature = 0.5\n", ChatSettings(), 0.5),
         ("", ChatSettings(temperature=1.1), 1.1),  # the conversation's own choice wins
         ("focus_temperature = -1\n", ChatSettings(), None),  # the server's default
