@@ -341,8 +341,10 @@ async def test_a_question_recall_answers_goes_out_with_its_evidence_alone(
         assert sent[-1]["content"].startswith(FOCUSED_HEADER + "\n- My gym locker code is 7312")
         assert sent[-1]["content"].endswith("What was my gym locker code?")
         # a lookup is asked at the focus temperature; the chat turns at the server's own
-        assert body["temperature"] == 0.2
+        assert body["temperature"] == 0.0
         assert all("temperature" not in r.body for r in fake_openai.chat_requests[:-1])
+        # the sidebar and /memory, redrawn later, still say so
+        assert session.last_focused and session.memory_status().last_focused
         # the working set is whole for the next turn, and this turn was not
         # anchored on the small request's size
         log = await session.history()
@@ -354,6 +356,7 @@ async def test_a_question_recall_answers_goes_out_with_its_evidence_alone(
         assert "Soup question 0: what goes in a minestrone?" in [m["content"] for m in sent]
         assert sent[-2]["content"] == "It is 7312."
         assert "temperature" not in body
+        assert not session.last_focused
     finally:
         await close(store, session)
 

@@ -336,6 +336,10 @@ async def test_sidebar_says_when_a_question_went_out_with_its_evidence_alone() -
         await type_and_send(pilot, "What is the amber code?")
         await wait_idle(pilot, screen)
         assert "asked with this evidence alone" in str(header.render())
+        # the chat redrawn from the log (a resume, a change made elsewhere) keeps it
+        await screen.load_conversation().wait()
+        await pilot.pause()
+        assert "asked with this evidence alone" in str(header.render())
         await type_and_send(pilot, "Tell me more about harbors")
         await wait_idle(pilot, screen)
         assert "asked with this evidence alone" not in str(header.render())

@@ -78,6 +78,7 @@ class FakeSession:
     base_url: str = "http://127.0.0.1:1/v1"
     conversation: Conversation | None = None
     last_retention: RetentionReport | None = None
+    last_focused: bool = False
     steps: list[Step] = field(default_factory=list)
     status: FakeStatus = field(default_factory=FakeStatus)
     sent: list[str] = field(default_factory=list)
@@ -123,6 +124,7 @@ class FakeSession:
         yield ev.TurnStarted(turn.id, text)
         if step.report is not None:
             self.last_retention = self.status.last_retention = step.report
+            self.last_focused = step.focused
             yield ev.RetainedEvidence(step.report, step.focused)
         reply = ""
         try:
@@ -155,7 +157,7 @@ class FakeSession:
 
     async def new_conversation(self) -> None:
         self.conversation = None
-        self.last_retention = None
+        self.last_retention, self.last_focused = None, False
 
     async def resume(self, id_or_prefix: str) -> Conversation:
         found = [c for c in self.conversations if c.startswith(id_or_prefix)]

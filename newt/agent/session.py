@@ -69,6 +69,7 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
         self.recall_parts = RecallParts(store, config, self.base_url, self.model)
         self.recall = self.recall_parts.engine
         self.last_retention: RetentionReport | None = None
+        self.last_focused = False  # the last turn was asked with its evidence alone
         self.capabilities = CapabilityTracker(store.capabilities, config, self.base_url, self.model)
         self.log = ConversationLog(store, model=self.model, base_url=self.base_url)
         self.evidence = EvidenceSource(
@@ -216,7 +217,7 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
             self.provider.reset()
             self.log.clear()
             self._settings_for_new()
-            self.last_retention = None
+            self.last_retention, self.last_focused = None, False
             self.mcp.reset_conversation()
 
     async def resume(self, id_or_prefix: str) -> Conversation:
@@ -243,7 +244,7 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
         self.provider.restore_turns(conversation_turns_from_log(stored))
         await self._settings_for_loaded(conv, live_rows(stored))  # before any figure is read
         self.log.track_resident(stored, self.provider.resident_turns())
-        self.last_retention = None
+        self.last_retention, self.last_focused = None, False
         self.mcp.reset_conversation()
         # a restore that had to fold (a crash between a turn and its record)
         await self.log.persist_compaction(self.provider, "restore")
@@ -294,7 +295,12 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
 
     def memory_status(self) -> MemoryStatus:
         status = memory_status(
-            self.provider, self.budget, self.notes, self.last_retention, self.log.tally
+            self.provider,
+            self.budget,
+            self.notes,
+            self.last_retention,
+            self.log.tally,
+            focused=self.last_focused,
         )
         if self.supports_tools is not False:
             add_tool_costs(status, self.mcp.schemas(), self.estimate_tokens)
@@ -391,11 +397,13 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
                         async for event in events:
                             if isinstance(event, ev.RetainedEvidence):
                                 self.last_retention = event.report
+                                self.last_focused = event.focused
                             elif isinstance(event, ev.TurnStarted):
                                 await self._save_new_settings()  # the conversation exists now
                             yield event
                 finally:
                     self.last_retention = runner.last_retention
+                    self.last_focused = runner.focused
                     self._end_replacement()
         self.summaries.start()
         self.recall_parts.stored()  # the turn (and any record) can be embedded now

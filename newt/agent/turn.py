@@ -143,6 +143,11 @@ class TurnRunner:
         self.p = _Progress()
         self.last_retention: RetentionReport | None = None
 
+    @property
+    def focused(self) -> bool:
+        """The question went out with its evidence alone (see focus.py)."""
+        return self.p.focused
+
     # -------------------------------------------------------------- the turn
 
     async def run(self) -> AsyncGenerator[ev.AgentEvent, None]:

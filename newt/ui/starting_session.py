@@ -17,6 +17,7 @@ from newt.config import Config
 class StartingSession:
     conversation: Any = None
     last_retention: Any = None
+    last_focused = False
 
     def __init__(self, config: Config) -> None:
         self.model = config.backend.model or ""

@@ -65,7 +65,8 @@ def memory_rows(status: Any) -> list[tuple[str, str]]:
                 "last retention",
                 f"{tokens(report.retained_tokens)}/{tokens(report.budget_tokens)} tokens"
                 f" · {len(report.capsules)} capsules · {report.dropped} dropped"
-                f" · {report.candidates_examined} examined",
+                f" · {report.candidates_examined} examined"
+                + (" · asked with this evidence alone" if status.last_focused else ""),
             )
         )
     return rows
