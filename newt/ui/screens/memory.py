@@ -66,7 +66,11 @@ def memory_rows(status: Any) -> list[tuple[str, str]]:
                 f"{tokens(report.retained_tokens)}/{tokens(report.budget_tokens)} tokens"
                 f" · {len(report.capsules)} capsules · {report.dropped} dropped"
                 f" · {report.candidates_examined} examined"
-                + (" · asked with this evidence alone" if status.last_focused else ""),
+                + (
+                    " · asked with this evidence alone"
+                    if getattr(status, "last_focused", False)
+                    else ""
+                ),
             )
         )
     return rows
