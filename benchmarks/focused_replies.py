@@ -1,7 +1,7 @@
 """Does a focused question's request get the fact into the reply? Fast, per shape.
 
     python benchmarks/focused_replies.py [--set dev] [--seeds 1,2,3,4] [--variants as_built]
-        [--temperature 0.2] [--threads 2] [-v]
+        [--temperature T] [--threads 2] [-v]
 
 A focused question (newt/agent/focus.py) goes out as the system prompt, the
 capsules that answer it in the user's voice, and the question: nothing of the
@@ -11,8 +11,9 @@ told plainly, with a lead-in ("Please remember this: ") or inside each longer
 "carrier" turn, this builds the capsule of the user's turn and the request
 newt would send (its own focus_evidence, evidence_block and system prompt),
 sends it to SmolLM2-135M-Instruct (a llama-server started here, `-c 2048`,
-replies capped at 48 tokens) at the focus temperature with several seeds, and
-counts the replies that name the value.
+replies capped at 48 tokens) at newt's focus temperature (0: one seed says it
+all; other temperatures with several seeds), and counts the replies that name
+the value.
 
 It reports per wrapper (plain / lead-in / carrier) and per value kind, and the
 questions focus_evidence would not focus (those go out with the whole working
@@ -43,6 +44,7 @@ from benchmarks.memory_answers import CONTEXT, REPLY_TOKENS, SETS, carries, draw
 from newt.agent.conversation_settings import effective_system_prompt
 from newt.agent.focus import focus_evidence
 from newt.chat_settings import ChatSettings
+from newt.config import RecallConfig
 from newt.recall.presentation import evidence_block
 from newt.recall.retention import EvidenceCapsule, RetentionReport
 
@@ -155,7 +157,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--set", default="dev", choices=SETS)
     parser.add_argument("--seeds", default="1,2,3,4")
     parser.add_argument("--variants", default="as_built")
-    parser.add_argument("--temperature", type=float, default=0.2)
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=RecallConfig().focus_temperature,
+        help="newt's [recall] focus_temperature by default",
+    )
     parser.add_argument("--reply-tokens", type=int, default=REPLY_TOKENS)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("-v", "--verbose", action="store_true")
