@@ -154,7 +154,8 @@ def answering_part(capsule: EvidenceCapsule, terms: set[str]) -> EvidenceCapsule
     excerpt = USER_MARK + " ".join(kept)
     if not kept or excerpt == capsule.excerpt:
         return capsule
-    tokens = max(1, capsule.tokens * len(excerpt) // max(1, len(capsule.excerpt)))
+    # the excerpt starts with USER_MARK, so its length is never 0
+    tokens = max(1, capsule.tokens * len(excerpt) // len(capsule.excerpt))
     return replace(capsule, excerpt=excerpt, tokens=tokens)
 
 
