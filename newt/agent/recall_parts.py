@@ -1,10 +1,11 @@
-"""The session's recall: the engine, and (when the backend embeds) the
-embedder and the background queue that embeds records as they are stored.
+"""The session's recall: the engine, and (unless `[recall] embeddings = "off"`)
+the embedder and the background queue that embeds records as they are stored.
 
-The embeddings come from the chat backend, or from `[recall] embeddings_url`
-when set (`newt --local` points it at its own MiniLM server). Without an
-embeddings endpoint (or with `[recall] embeddings = "off"`) this is
-the lexical engine alone and nothing runs in the background.
+By default ("auto") the embedder is all-MiniLM-L6-v2 in this process
+(recall.embedder.LocalEmbedder): recall by meaning needs no server, and until
+its weights are in newt's cache (fetched in the background on first use)
+recall is by words. `[recall] embeddings_url` or `embeddings = "server"` asks
+an OpenAI-compatible /v1/embeddings endpoint instead.
 """
 
 from __future__ import annotations

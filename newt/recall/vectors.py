@@ -1,5 +1,5 @@
 """Record vectors in the same SQLite file (table `memory_vectors`, migration m006),
-and nearest-neighbour search over them in plain Python.
+and exact nearest-neighbour search over all of them with numpy.
 
 A record is embedded in chunks (see embedder.chunks); each chunk's vector is
 L2-normalized and stored as a float32 blob, so cosine similarity is a dot
@@ -7,32 +7,35 @@ product. A record's similarity to a query is that of its best chunk. A record
 that could not be embedded at all gets one row with an empty blob, so the
 background queue does not offer it again.
 
-Search is brute force, with no extension and no numpy: the newest
-MAX_SCANNED vectors of one space are held in memory quantized to 8-bit
-integers (see `quantized`), and `math.dist` (a C loop) gives the distance
-from which the cosine follows. benchmarks/vector_search.py measures it;
-sqlite-vec's brute force is a few times faster but cannot be loaded here
-(this Python's sqlite3 is built without extension loading, as some
-distributions' and macOS's are), and a conversation store holds a few
-thousand chunks. Past MAX_SCANNED only the newest are searched, as the
-lexical path bounds its bm25 work.
+Search reads every vector of the space: they are held in memory as one float32
+matrix (1.5 KB per 384-dimension chunk), loaded once and then extended by the
+rows stored since the last search, and a query costs one matrix-vector product
+and an argpartition (benchmarks/vector_search.py measures it). Rows deleted
+since they were loaded (a record removed, or re-embedded after its content
+changed) are caught where they would matter: the rows a search returns are
+looked up by rowid, and any that went are dropped and the search runs again.
 """
 
 from __future__ import annotations
 
 import array
 import asyncio
-import heapq
 import math
 import sys
 from collections.abc import Collection, Sequence
 
+import numpy as np
+from numpy.typing import NDArray
+
 from newt.store.db import Database
 
-# The newest chunks searched per query (see benchmarks/vector_search.py).
-MAX_SCANNED = 4000
-# Vectors quantized between two yields to the event loop while loading.
-LOAD_SLICE = 250
+# Rows read per statement while loading; the event loop runs between two.
+LOAD_PAGE = 4096
+# Chunks ranked per requested record on the first try (a record has several,
+# and excluded records take places too); widened until enough records are found.
+CANDIDATES_PER_RECORD = 4
+# Dead rows tolerated (as a share of those held) before the matrix is compacted.
+DEAD_SHARE = 0.25
 
 
 def normalized(vector: Sequence[float]) -> list[float]:
@@ -48,42 +51,24 @@ def pack(vector: Sequence[float]) -> bytes:
     return values.tobytes()
 
 
-def quantized(vector: Sequence[float]) -> tuple[tuple[int, ...], float]:
-    """The vector scaled to integers in [-127, 127] and shifted by +128, and the
-    norm of the unshifted integers (0 for a zero vector).
-
-    Python caches the ints 0..256, so such a tuple costs a pointer per
-    dimension (a float tuple costs four times that), and math.dist runs on
-    it slightly faster. Scaling each vector on its own keeps its direction,
-    which is all cosine similarity looks at.
-    """
-    top = max((abs(x) for x in vector), default=0.0)
-    if not top:
-        return tuple(128 for _ in vector), 0.0
-    ints = [round(x * 127.0 / top) for x in vector]
-    return tuple(i + 128 for i in ints), math.sqrt(sum(i * i for i in ints))
-
-
 def unpack(blob: bytes) -> tuple[float, ...]:
-    values = array.array("f")
-    values.frombytes(blob)
-    if sys.byteorder != "little":
-        values.byteswap()
-    return tuple(values)
+    return tuple(float(x) for x in np.frombuffer(blob, dtype="<f4"))
 
 
 class VectorIndex:
     """Stored vectors of one embedding space, and search over them."""
 
-    def __init__(self, db: Database, space: str, *, max_scanned: int = MAX_SCANNED) -> None:
+    def __init__(self, db: Database, space: str) -> None:
         self.db = db
         self.space = space
-        self.max_scanned = max_scanned
-        # rowid of memory_vectors -> (record id, quantized vector, its norm), in
-        # rowid order; None for a row that cannot be compared.
-        self._cache: dict[int, tuple[int, tuple[int, ...], float] | None] = {}
-        self._seen_rowid = 0
         self._dim: int | None = None
+        self._n = 0  # rows held
+        self._dead = 0  # rows held whose database row is gone
+        self._matrix: NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+        self._records: NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # -1: dead
+        self._rowids: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._seen_rowid = 0
+        self._lock = asyncio.Lock()
 
     async def pending(self, limit: int) -> list[tuple[int, str]]:
         """(record id, content) of records with no vector in this space, newest first."""
@@ -128,70 +113,123 @@ class VectorIndex:
         row = await cur.fetchone()
         return int(row[0]) if row else 0
 
+    @property
+    def held(self) -> int:
+        """Chunk vectors in memory (dead ones included until compaction)."""
+        return self._n
+
     async def search(
         self, query: Sequence[float], limit: int, exclude: Collection[int] = ()
     ) -> list[tuple[int, float]]:
-        """(record id, cosine) of the `limit` records nearest the query, nearest first."""
+        """(record id, cosine) of the `limit` records nearest the query, nearest
+        first (ties: the newer record first); every stored vector is compared."""
         if limit <= 0:
             return []
-        await self._refresh()
-        if len(query) != self._dim:
+        async with self._lock:
+            await self._refresh()
+            q = np.asarray(query, dtype=np.float32)
+            if self._n == 0 or q.shape != (self._dim,):
+                return []
+            norm = float(np.linalg.norm(q))
+            if not norm or not math.isfinite(norm):
+                return []
+            q /= norm
+            scores = self._matrix[: self._n] @ q
+            while True:
+                found = self._best(scores, limit, exclude)
+                gone = await self._gone([row for row, _, _ in found])
+                if not gone:
+                    break
+                self._records[gone] = -1  # dropped rows never come back
+                self._dead += len(gone)
+            if self._dead > DEAD_SHARE * self._n:
+                self._compact()
+        return [(record_id, score) for _, record_id, score in found]
+
+    def _best(
+        self, scores: NDArray[np.float32], limit: int, exclude: Collection[int]
+    ) -> list[tuple[int, int, float]]:
+        """(row, record id, cosine) of the best chunk of each of the `limit` best
+        records: the top chunks by argpartition, widened until enough records."""
+        n = len(scores)
+        want = min(n, (limit + len(exclude)) * CANDIDATES_PER_RECORD + 16)
+        while True:
+            top = np.argpartition(scores, n - want)[n - want :] if want < n else np.arange(n)
+            order = top[np.argsort(-scores[top], kind="stable")]
+            best: dict[int, tuple[int, float]] = {}
+            records = self._records[order].tolist()
+            values = scores[order].tolist()
+            for row, record_id, score in zip(order.tolist(), records, values, strict=True):
+                if record_id < 0 or record_id in best or record_id in exclude:
+                    continue
+                best[record_id] = (row, score)
+            if len(best) >= limit or want == n:
+                break
+            want = min(n, want * 4)
+        ranked = sorted(best.items(), key=lambda item: (-item[1][1], -item[0]))[:limit]
+        return [(row, record_id, score) for record_id, (row, score) in ranked]
+
+    async def _gone(self, rows: list[int]) -> list[int]:
+        """Those of the held rows whose database row no longer exists."""
+        if not rows:
             return []
-        q, q_norm = quantized(query)
-        if not q_norm:
-            return []
-        best: dict[int, float] = {}
-        dist = math.dist
-        for entry in self._cache.values():
-            if entry is None or entry[0] in exclude:
-                continue
-            record_id, vector, norm = entry
-            # a.b = (|a|^2 + |b|^2 - |a - b|^2) / 2; the +128 offset cancels in a - b.
-            dot = (norm * norm + q_norm * q_norm - dist(vector, q) ** 2) / 2.0
-            cosine = dot / (norm * q_norm)
-            if cosine > best.get(record_id, -2.0):
-                best[record_id] = cosine
-        nearest = heapq.nlargest(limit, best.items(), key=lambda item: (item[1], item[0]))
-        return [(record_id, cosine) for record_id, cosine in nearest]
+        rowids = self._rowids[rows].tolist()
+        marks = ",".join("?" * len(rowids))
+        cur = await self.db.conn.execute(
+            f"SELECT rowid FROM memory_vectors WHERE rowid IN ({marks})", rowids
+        )
+        alive = {row[0] for row in await cur.fetchall()}
+        return [row for row, rowid in zip(rows, rowids, strict=True) if rowid not in alive]
 
     async def _refresh(self) -> None:
-        """Hold the newest `max_scanned` vectors of the space: load those stored
-        since the last search, drop the oldest, and start over when some held
-        one was deleted (its record went, or got new content)."""
-        cur = await self.db.conn.execute(
-            "SELECT rowid, record_id, vector FROM memory_vectors"
-            " WHERE space = ? AND rowid > ? AND vector != x'' ORDER BY rowid DESC LIMIT ?",
-            (self.space, self._seen_rowid, self.max_scanned),
-        )
-        rows = list(await cur.fetchall())
-        if len(rows) == self.max_scanned:
-            self._cache.clear()  # all new: nothing older stays within the window
-        for n, (rowid, record_id, blob) in enumerate(reversed(rows), start=1):
-            if n % LOAD_SLICE == 0:
-                await asyncio.sleep(0)  # a first load takes a while: let the UI breathe
-            vector = unpack(blob)
+        """Append the space's vectors stored since the last search, a page at a
+        time (a first load of a large store lets the event loop run between pages)."""
+        while True:
+            cur = await self.db.conn.execute(
+                "SELECT rowid, record_id, vector FROM memory_vectors"
+                " WHERE space = ? AND rowid > ? AND vector != x'' ORDER BY rowid LIMIT ?",
+                (self.space, self._seen_rowid, LOAD_PAGE),
+            )
+            rows = list(await cur.fetchall())
+            if not rows:
+                return
+            self._seen_rowid = rows[-1][0]
             if self._dim is None:
-                self._dim = len(vector)
-            if len(vector) != self._dim:
-                self._cache[rowid] = None  # another model under the same name: skip
-                continue
-            ints, norm = quantized(vector)
-            self._cache[rowid] = (record_id, ints, norm) if norm else None
-        if rows:
-            self._seen_rowid = rows[0][0]
-        while len(self._cache) > self.max_scanned:
-            del self._cache[next(iter(self._cache))]  # insertion order is rowid order
-        if not self._cache:
+                self._dim = len(rows[0][2]) // 4
+            size = self._dim * 4
+            # A vector of another length (another model under the same name) is skipped.
+            rows = [row for row in rows if len(row[2]) == size]
+            self._append(
+                np.frombuffer(b"".join(row[2] for row in rows), dtype="<f4").reshape(-1, self._dim),
+                [row[1] for row in rows],
+                [row[0] for row in rows],
+            )
+            if len(rows) < LOAD_PAGE:
+                return
+            await asyncio.sleep(0)
+
+    def _append(self, vectors: NDArray[np.float32], records: list[int], rowids: list[int]) -> None:
+        count = len(records)
+        if not count:
             return
-        # A cheap count over the held window tells whether any row in it went.
-        cur = await self.db.conn.execute(
-            "SELECT count(*) FROM memory_vectors WHERE space = ? AND vector != x''"
-            " AND rowid BETWEEN ? AND ?",
-            (self.space, next(iter(self._cache)), self._seen_rowid),
-        )
-        row = await cur.fetchone()
-        if row is not None and row[0] != len(self._cache):
-            self._cache.clear()
-            self._seen_rowid = 0
-            self._dim = None
-            await self._refresh()
+        need = self._n + count
+        if need > len(self._records):
+            capacity = max(need, 2 * len(self._records), 1024)
+            matrix = np.zeros((capacity, vectors.shape[1]), dtype=np.float32)
+            if self._n:
+                matrix[: self._n] = self._matrix[: self._n]
+            self._matrix = matrix
+            self._records = np.resize(self._records, capacity)
+            self._rowids = np.resize(self._rowids, capacity)
+        self._matrix[self._n : need] = vectors
+        self._records[self._n : need] = records
+        self._rowids[self._n : need] = rowids
+        self._n = need
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self._records[: self._n] >= 0)
+        self._matrix = np.ascontiguousarray(self._matrix[keep])
+        self._records = self._records[keep]
+        self._rowids = self._rowids[keep]
+        self._n = len(keep)
+        self._dead = 0
