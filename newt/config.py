@@ -73,7 +73,8 @@ class RecallConfig:
     excerpt_tokens: int = 64
     """Largest verbatim excerpt per capsule, in estimated tokens."""
     embeddings: str = "auto"
-    """"auto": recall by meaning too when the backend serves /v1/embeddings; "off": words only."""
+    """"auto": recall by meaning too, all-MiniLM-L6-v2 in process (or `embeddings_url` when
+    set); "server": the /v1/embeddings of `embeddings_url` or the chat backend; "off": words."""
     embedding_model: str = ""
     """Model name sent to /v1/embeddings; empty: the chat model."""
     embeddings_url: str = ""
@@ -280,8 +281,8 @@ def _validate(cfg: Config, origin: str) -> None:
         raise ConfigError(f"{origin}: context.estimation.chars_per_token must be at least 1")
     if cfg.recall.retained_token_budget < 0 or cfg.recall.excerpt_tokens < 1:
         raise ConfigError(f"{origin}: recall budgets must be positive")
-    if cfg.recall.embeddings not in ("auto", "off"):
-        raise ConfigError(f'{origin}: recall.embeddings must be "auto" or "off"')
+    if cfg.recall.embeddings not in ("auto", "server", "off"):
+        raise ConfigError(f'{origin}: recall.embeddings must be "auto", "server" or "off"')
     if cfg.recall.focus_questions not in ("on", "off"):
         raise ConfigError(f'{origin}: recall.focus_questions must be "on" or "off"')
     if cfg.recall.focus_temperature > 2:
