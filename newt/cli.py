@@ -192,18 +192,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.local is not None:
                 _start_local_embeddings(stack, config, stderr)
             if args.finish_summary:
+                from newt.agent.bounded_exit import run_bounded
                 from newt.agent.print_mode import finish_summary
 
-                return asyncio.run(finish_summary(config, args.finish_summary))
+                return run_bounded(finish_summary(config, args.finish_summary))
             if args.command == "list":
                 return asyncio.run(cmd_list(config, stdout))
             if args.command == "export":
                 return asyncio.run(cmd_export(config, args.id, args.format, stdout))
             if args.prompt is not None:
+                from newt.agent.bounded_exit import run_bounded
                 from newt.agent.print_mode import run_print
 
                 prompt = _read_prompt(args, sys.stdin)
-                return asyncio.run(
+                # bounded: background work left running never holds up the exit
+                return run_bounded(
                     run_print(
                         config,
                         prompt,

@@ -5,6 +5,8 @@ first inside `<think>…</think>` (or, with --json, under a `thinking` key).
 
 Exit status: 0 on a reply, 1 when the backend failed (the user's message is
 saved and the conversation can be resumed with -c), 2 for bad input.
+Whatever way it ends, it ends in bounded time: the session is closed with
+`close_within` and cli runs it with `run_bounded` (newt/agent/bounded_exit.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import signal
 from typing import Any, TextIO
 
 from newt.agent import events as ev
+from newt.agent.bounded_exit import close_within
 from newt.agent.detached_summary import spawn_summary_writer, writer_pid_file
 from newt.agent.print_thinking import ThinkingPrinter, speed
 from newt.agent.session import ChatSession, MemoryStatus, dump_report
@@ -73,7 +76,7 @@ async def run_print(
                     await session.summaries.wait(config.backend.timeout_s)
             return code
         finally:
-            await session.close()
+            await close_within(session.close())  # never held up by stuck background work
 
 
 async def _one_turn(
@@ -197,5 +200,5 @@ async def finish_summary(config: Config, conversation_id: str) -> int:
         pass  # preempted by a turn: the fallback record stands
     finally:
         pid_file.unlink(missing_ok=True)
-        await session.close()
+        await close_within(session.close())
     return 0
