@@ -30,6 +30,11 @@ from newt.resources import asset_text
 
 APP_NAME = "newt"
 MEMORY_PROVIDERS = ("token_budget", "rolling_window")
+# Keys earlier versions knew, still accepted so an old config file keeps
+# working: the lookup shortcut and the capsule orders they set are gone.
+RETIRED_KEYS = frozenset(
+    {"recall.evidence_order", "recall.focus_questions", "recall.focus_temperature"}
+)
 
 
 class ConfigError(Exception):
@@ -68,10 +73,12 @@ class EstimationConfig:
 
 @dataclass
 class RecallConfig:
-    retained_token_budget: int = 1024
-    """Tokens of retained evidence capsules placed in each request (0 turns recall off)."""
-    excerpt_tokens: int = 64
-    """Largest verbatim excerpt per capsule, in estimated tokens."""
+    retained_token_budget: int = 4096
+    """Most tokens of retained evidence capsules in one request (0 turns recall off); the
+    budget in force is a share of the context window below this cap."""
+    excerpt_tokens: int = 120
+    """A recalled record up to this many estimated tokens goes whole; a longer one is cut
+    to a verbatim excerpt of this size around the question's words."""
     embeddings: str = "auto"
     """"auto": recall by meaning too, all-MiniLM-L6-v2 in process (or `embeddings_url` when
     set); "server": the /v1/embeddings of `embeddings_url` or the chat backend; "off": words."""
@@ -79,14 +86,6 @@ class RecallConfig:
     """Model name sent to /v1/embeddings; empty: the chat model."""
     embeddings_url: str = ""
     """Base URL of a separate OpenAI-compatible embeddings server; empty: the chat backend."""
-    evidence_order: str = "best_first"
-    """Capsule order in the prompt: "best_first", "best_last" (nearest the question), "packed"."""
-    focus_questions: str = "on"
-    """"on": a short question a recalled capsule fully matches is sent with that evidence
-    alone (see docs/design.md); "off": always with the whole working set."""
-    focus_temperature: float = 0.0
-    """Sampling temperature of a focused question (a lookup in what was said) when the
-    conversation sets none (0: the most likely answer); negative leaves it to the server."""
 
 
 @dataclass
@@ -234,6 +233,8 @@ def _apply_file(cfg: Config, path: Path) -> None:
             dotted = f"{table}.{key}"
             line = _line_of(text, dotted)
             where = f"{path}" + (f", line {line}" if line else "") + f": {dotted}"
+            if dotted in RETIRED_KEYS:
+                continue  # a setting of an earlier version: accepted, no longer used
             if key not in known:
                 raise ConfigError(
                     f"{where} is not a known key; known keys in [{table}]: " + ", ".join(known)
@@ -283,14 +284,6 @@ def _validate(cfg: Config, origin: str) -> None:
         raise ConfigError(f"{origin}: recall budgets must be positive")
     if cfg.recall.embeddings not in ("auto", "server", "off"):
         raise ConfigError(f'{origin}: recall.embeddings must be "auto", "server" or "off"')
-    if cfg.recall.focus_questions not in ("on", "off"):
-        raise ConfigError(f'{origin}: recall.focus_questions must be "on" or "off"')
-    if cfg.recall.focus_temperature > 2:
-        raise ConfigError(f"{origin}: recall.focus_temperature must be 2 or less")
-    if cfg.recall.evidence_order not in ("best_first", "best_last", "packed"):
-        raise ConfigError(
-            f'{origin}: recall.evidence_order must be "best_first", "best_last" or "packed"'
-        )
 
 
 def load_config(

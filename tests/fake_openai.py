@@ -255,6 +255,10 @@ class FakeOpenAI:
         self.n_ctx = n_ctx
         self.model = model
         self.default_reply = default_reply or Reply()
+        # Chooses a chat request's reply from the request itself (None: the
+        # queue's next); a replay keyed on the user's words needs it, since a
+        # summary request can come between two turns.
+        self.responder: Callable[[dict[str, Any]], Reply | ErrorReply | None] | None = None
         self.models: list[dict[str, Any]] = [{"id": model, "object": "model"}]
         self.models_status = 200  # e.g. 404: a backend that lists nothing
         self.models_delay_s = 0.0  # e.g. 30: a backend that never answers the list
@@ -438,7 +442,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.fake.accepts_images and _image_parts(request):
             self._send_json(500, LLAMA_NO_IMAGES)
             return
-        reply = self.fake._next_reply()
+        chosen = self.fake.responder(request) if self.fake.responder is not None else None
+        reply = chosen if chosen is not None else self.fake._next_reply()
         if not self.fake._pause(reply.first_byte_delay_s):
             return
         if isinstance(reply, ErrorReply):

@@ -71,7 +71,7 @@ class ConversationLog:
         live = live_rows(log, excluded)
         kept = [t for t in live if t.kind == "turn" and t.status in _RESIDENT_STATUSES]
         records = [t for t in live if t.kind == "compaction"]
-        self._turn_keys = [t.record_key for t in _newest(kept, resident_turns)]
+        self._turn_keys = [k for t in _newest(kept, resident_turns) for k in t.record_keys]
         self._record_key = records[-1].record_key if records else None
 
     async def ensure(self) -> Conversation:
@@ -131,7 +131,7 @@ class ConversationLog:
         self.replacing = self.replacing_key = None
         self.tally.add(turn_id, stats)
         self._settled()
-        self._turn_keys.append(f"t{turn_id}")
+        self._turn_keys += [f"t{turn_id}", f"r{turn_id}"]
 
     async def index_tool_results(
         self, turn_id: int, results: list[tuple[str, dict[str, Any], str]]
@@ -142,7 +142,7 @@ class ConversationLog:
             args = json.dumps(arguments, ensure_ascii=False, default=str)
             content = f"Tool {name} {args}\nResult: {text}"
             await self.store.records.add(
-                f"t{turn_id}.{n}", "turn", content, conversation_id=conv_id
+                f"t{turn_id}.{n}", "turn", content, conversation_id=conv_id, role="tool"
             )
 
     async def fail(self, turn_id: int, message: str) -> None:
@@ -175,9 +175,10 @@ class ConversationLog:
 
     def resident_keys(self) -> set[str]:
         keys = set(self._turn_keys)
-        for key in (self._record_key, self.replacing_key):
-            if key is not None:
-                keys.add(key)
+        if self._record_key is not None:
+            keys.add(self._record_key)
+        if self.replacing_key is not None:  # the turn being replaced: message and reply
+            keys |= {self.replacing_key, "r" + self.replacing_key[1:]}
         return keys
 
 

@@ -68,8 +68,6 @@ class Compacted:
 @dataclass
 class RetainedEvidence:
     report: RetentionReport
-    # Sent with this evidence alone, not the working set (agent/focus.py).
-    focused: bool = False
 
 
 @dataclass

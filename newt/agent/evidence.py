@@ -1,47 +1,48 @@
 """Recall evidence for one request: what to look up, how much may ride along.
 
-The retained-evidence budget is a share of the resolved context window,
-capped by `[recall] retained_token_budget`: a fixed 1,024 tokens would be half
-of a 2,048-token window and a rounding error of a 128k one. The capsules ride
-in the request only (never in the working set), and the pre-send guard counts
-them like the rest of the prompt.
+The retained-evidence budget is a share of what a request may hold besides
+the reply reserve (`EVIDENCE_SHARE`), capped by `[recall]
+retained_token_budget`: at most half, so the recent turns always keep at
+least half of what the conversation may fill and a chat still reads as a
+chat. The capsules ride in the request only (never in the working set), and
+the pre-send guard counts them like the rest of the prompt.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 
 from newt.config import Config
 from newt.recall import RecallEngine, RecallRequest, RetentionReport
 from newt.store import NoteRepo
 
-# Share of the context window the capsules of one request may take.
-EVIDENCE_WINDOW_SHARE = 0.125
+# Share of (context window - reply reserve) the capsules of one request may
+# take; benchmarks/locomo.py chose it (README).
+EVIDENCE_SHARE = 0.35
 # Below this the capsules would not hold one useful excerpt: recall is skipped.
 MIN_EVIDENCE_TOKENS = 48
-RECALL_LIMIT = 8
-# What a capsule's key and framing cost on top of its excerpt, in tokens.
-CAPSULE_OVERHEAD = 4
+# Records recall may offer per request: packing then keeps what fits.
+RECALL_LIMIT = 64
 
 
-def evidence_budget(configured: int, context_tokens: int) -> int:
-    """Tokens of capsules per request: a share of the window, capped by the config."""
+def evidence_budget(configured: int, room: int) -> int:
+    """Tokens of capsules per request: a share of the room a request has
+    besides the reply reserve, capped by the config (0: recall off)."""
     if configured <= 0:
         return 0
-    share = int(context_tokens * EVIDENCE_WINDOW_SHARE)
-    budget = min(configured, share)
+    budget = min(configured, int(room * EVIDENCE_SHARE))
     return budget if budget >= MIN_EVIDENCE_TOKENS else 0
 
 
-def evidence_limit(budget: int, excerpt_tokens: int) -> int:
-    """How many records recall may offer: no more than the budget holds at full
-    excerpt length. Packing goes by recoverability (DESIGN.md section 5), which
-    grows with every hit; offered more records than fit, the often-recalled
-    ones filled a small budget and the best match for a question never asked
-    before was dropped (seen with meaning-based recall, which always offers a
-    full list). Offered only what fits, every best match is packed."""
-    fits = budget // max(1, excerpt_tokens + CAPSULE_OVERHEAD)
-    return max(1, min(RECALL_LIMIT, fits))
+@dataclass
+class Gathered:
+    """What recall found for one request, and what the prompt says about its time."""
+
+    report: RetentionReport | None
+    now: float
+    history_since: float | None
+    """When the oldest message the request carries was said (None: no history)."""
 
 
 class EvidenceSource:
@@ -50,29 +51,28 @@ class EvidenceSource:
         recall: RecallEngine,
         notes: NoteRepo,
         config: Config,
-        context_tokens: Callable[[], int],
+        room: Callable[[], int],
     ) -> None:
         self.recall = recall
         self.notes = notes
         self.config = config
-        self.context_tokens = context_tokens
+        self.room = room
 
     def budget(self) -> int:
-        return evidence_budget(self.config.recall.retained_token_budget, self.context_tokens())
+        return evidence_budget(self.config.recall.retained_token_budget, self.room())
 
-    async def gather(self, text: str, resident: Collection[str]) -> RetentionReport | None:
+    async def gather(self, text: str, resident: Collection[str]) -> Gathered:
         """Capsules for `text`, leaving out what the model already sees:
         resident turns, the current record and notes (in the system prompt)."""
+        now = self.recall.db.clock()
         budget = self.budget()
+        history_since = await self.recall.said_since(resident)
         if budget <= 0:
-            return None
+            return Gathered(None, now, history_since)
         exclude = set(resident) | await self.notes.record_keys()
         response = await self.recall.recall(
-            RecallRequest(
-                text,
-                limit=evidence_limit(budget, self.config.recall.excerpt_tokens),
-                retained_token_budget=budget,
-            ),
+            RecallRequest(text, limit=RECALL_LIMIT, retained_token_budget=budget),
             exclude_keys=exclude,
+            now=now,
         )
-        return response.retained_evidence
+        return Gathered(response.retained_evidence, now, history_since)

@@ -32,8 +32,6 @@ class MemoryStatus:
     notes_used: int
     notes_limit: int
     last_retention: RetentionReport | None = None
-    last_focused: bool = False
-    """The last question went out with its evidence alone (agent/focus.py)."""
     tool_tokens: int = 0
     """Estimated tokens of the tool schemas each request carries (MCP tools included)."""
     tools_offered: int = 0
@@ -52,8 +50,6 @@ def memory_status(
     notes: NoteBook,
     last_retention: RetentionReport | None,
     tally: TokenTally | None = None,
-    *,
-    focused: bool = False,
 ) -> MemoryStatus:
     usage = provider.usage() or ("tokens", 0, 0)
     p: Any = provider
@@ -73,7 +69,6 @@ def memory_status(
         notes_used=notes.used_chars,
         notes_limit=notes.limit,
         last_retention=last_retention,
-        last_focused=focused,
         total_prompt_tokens=tally.prompt_tokens,
         total_completion_tokens=tally.completion_tokens,
         total_replies=tally.replies,

@@ -18,16 +18,15 @@ import contextlib
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 from newt.agent import events as ev
 from newt.agent.capability_tracker import CapabilityTracker
 from newt.agent.conversation_log import ConversationLog
 from newt.agent.evidence import EvidenceSource
-from newt.agent.focus import focus_evidence, focus_sampling, focused, users_words
 from newt.agent.reply_stats import ReplyClock, ReplyStats, answer_share
 from newt.agent.rescue import save_unsaved_reply
 from newt.agent.tools import (
@@ -50,7 +49,7 @@ from newt.backend.types import ThinkingDelta
 from newt.chat_settings import ChatSettings
 from newt.memory import CompactingProvider, MemMessage, MemoryProvider, TurnMetrics, Usage
 from newt.recall import RetentionReport
-from newt.recall.presentation import EvidenceOrder, evidence_block
+from newt.recall.presentation import evidence_block
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -108,7 +107,6 @@ class _Progress:
     interrupted: bool = False
     compact_reason: str = "budget"
     evidence: str = ""
-    focused: bool = False  # sent with its evidence alone (see focus.py)
     recallable: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
 
     def usage(self) -> ev.UsageReported | None:
@@ -142,11 +140,6 @@ class TurnRunner:
         self.text = text
         self.p = _Progress()
         self.last_retention: RetentionReport | None = None
-
-    @property
-    def focused(self) -> bool:
-        """The question went out with its evidence alone (see focus.py)."""
-        return self.p.focused
 
     # -------------------------------------------------------------- the turn
 
@@ -218,10 +211,8 @@ class TurnRunner:
         s, p = self.s, self.p
         # The capsules (and images) rode in this request only, so they are not part
         # of the conversation's size: the anchor is the reported prompt without them.
-        # A focused request left most of the working set out: its size says
-        # nothing about the conversation's, which is then estimated.
         tokens_in = None
-        if p.prompt_tokens is not None and not p.focused:
+        if p.prompt_tokens is not None:
             tokens_in = max(0, p.prompt_tokens - s.tokens_for(p.evidence) - self._image_tokens())
         # the reasoning never goes back to the model: the memory counts the answer only
         tokens_out = None
@@ -253,15 +244,8 @@ class TurnRunner:
         p.compactions.append(compacted)
         return [compacted]
 
-    def _users_words(self) -> Iterator[str]:
-        """The user's messages in the working set, built only when asked for:
-        most turns are not short questions a capsule answers."""
-        yield from users_words(self.s.provider.build_messages("", self.text))
-
     def _build(self) -> list[MemMessage]:
         messages = self.s.provider.build_messages(self.s.system_prompt, self.text)
-        if self.p.focused:
-            messages = focused(messages)
         if self.p.evidence:
             last = messages[-1]
             messages[-1] = MemMessage(last.role, self.p.evidence + last.content)
@@ -275,20 +259,17 @@ class TurnRunner:
                 yield ev.Notice(message)
             s.tools = {**s.tools, **s.extra_tools.handlers()}
             s.tool_schemas = [*s.tool_schemas, *s.extra_tools.schemas()]
-        report = await s.evidence.gather(self.text, s.log.resident_keys())
-        if s.evidence.config.recall.focus_questions == "on":
-            # a focused question goes out with the capsules that answer it alone
-            focus = focus_evidence(self.text, report, self._users_words())
-            if focus is not None:
-                p.focused, report = True, focus
+        gathered = await s.evidence.gather(self.text, s.log.resident_keys())
+        report = gathered.report
         self.last_retention = report
         if report is not None:
-            yield ev.RetainedEvidence(report, p.focused)
-        order = cast(EvidenceOrder, s.evidence.config.recall.evidence_order)  # validated by config
-        # A focused question is answered by its capsule; a keys line there
-        # invited "fetch_record with key t13" as the answer (focus.py).
-        keys = self._can_fetch_records() and not p.focused
-        p.evidence = evidence_block(report, order, keys=keys, focused=p.focused)
+            yield ev.RetainedEvidence(report)
+        p.evidence = evidence_block(
+            report,
+            keys=self._can_fetch_records(),
+            now=gathered.now,
+            history_since=gathered.history_since,
+        )
         messages = self._build()
         if await self._guard(messages):
             # the record is persisted after this turn, which it precedes in the working set
@@ -317,9 +298,7 @@ class TurnRunner:
                 reason = "overflow" if await self._shrink_after_overflow(exc) else p.compact_reason
                 # start the attempt afresh: usage, tool events and text of the
                 # failed attempt describe a prompt that no longer exists
-                self.p = p = _Progress(
-                    evidence=p.evidence, focused=p.focused, compact_reason=reason
-                )
+                self.p = p = _Progress(evidence=p.evidence, compact_reason=reason)
                 messages = self._build()
 
     # ------------------------------------------------------------ fitting in
@@ -415,8 +394,6 @@ class TurnRunner:
         # aclosing: a consumer that stops early must close the HTTP stream at once
         options = self.s.settings.request_options()  # only what the conversation set
         p = self.p
-        if p.focused:
-            options = focus_sampling(options, self.s.evidence.config.recall.focus_temperature)
         try:
             async with aclosing(self.s.client.stream_chat(wire, tools=tools, **options)) as stream:
                 async for item in stream:

@@ -1,5 +1,6 @@
-"""Recall over every memory record: bm25 on the FTS5 index (fused with a
-meaning-based ranking when the backend serves embeddings), hit counting, retention.
+"""Recall over every memory record: bm25 on the FTS5 index fused with a
+meaning-based ranking (when an embedder is there), the messages around the
+best hits, hit counting, retention.
 
 A recall is a few cheap statements so it stays fast on large stores:
 1. (only with exclusions) resolve the excluded keys to row ids;
@@ -8,20 +9,19 @@ A recall is a few cheap statements so it stays fast on large stores:
 3. rank in the FTS5 index alone (see fts_query.plan_search), reading no content;
 4. with embeddings: embed the query (briefly; on failure, lexical only), rank
    the stored vectors (see vectors.py) and fuse both rankings (`fuse`);
-5. read the best 2 x limit candidates' rows (the only full contents ever
-   loaded), drop repeats of an older record (see dedupe.py) and records
-   holding only part of another's query words (see near_misses.py);
+5. read the best candidates' rows (the only full contents ever loaded), drop
+   repeats of an older record (see dedupe.py), add the messages next to the
+   best hits and the newest later statement about them (`_with_context`);
 6. one `UPDATE ... RETURNING` that counts the hit on exactly the returned records.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
-from newt.recall.dedupe import drop_repeats
+from newt.recall.dedupe import drop_repeats, holds
 from newt.recall.embedder import Embedder
 from newt.recall.excerpt import focus_terms
 from newt.recall.fts_query import (
@@ -32,7 +32,6 @@ from newt.recall.fts_query import (
     query_terms,
     quote,
 )
-from newt.recall.near_misses import drop_near_misses
 from newt.recall.retention import (
     DEFAULT_EXCERPT_TOKENS,
     RetentionCandidate,
@@ -51,12 +50,21 @@ SECONDS_PER_HOUR = 3600.0
 MAX_SCORED = 4000
 # Bound on the remembered common words (a few hundred KB at most).
 COMMON_WORDS_REMEMBERED = 20_000
-# Candidates looked at per returned record: repeats of an older record drop
-# out, and the lexical and meaning rankings each bring their best.
+# Candidates looked at per returned record, and at least MIN_POOL: repeats of
+# an older record drop out, and the lexical and meaning rankings each bring
+# their best.
 POOL_FACTOR = 2
+MIN_POOL = 48
 # Reciprocal rank fusion's constant (Cormack et al. 2009): a record's fused
 # score is the sum over rankings of 1 / (RRF_K + rank), rank counted from 1.
 RRF_K = 60
+# The best NEIGHBOUR_HITS hits bring the messages next to them, scored at
+# NEIGHBOUR_SHARE of the hit's; the best NEWER_HITS bring the newest later
+# record holding their rarest query word, at NEWER_SHARE (see _with_context).
+NEIGHBOUR_HITS = 8
+NEIGHBOUR_SHARE = 0.9
+NEWER_HITS = 3
+NEWER_SHARE = 0.99
 
 # bm25 is a sum over the query's phrases: the plan's match repeats the rare
 # words, so subtracting their bm25 leaves exactly bm25 over every word.
@@ -111,6 +119,9 @@ def to_candidates(records: Sequence[MemoryRecord], now: float) -> list[Retention
             access_count=r.access_count,
             age_hours=max(0.0, (now - r.created_at) / SECONDS_PER_HOUR),
             retrieval_score=r.score,
+            role=r.role or "",
+            said_at=r.said_at,
+            kind=r.source,
         )
         for r in records
     ]
@@ -160,6 +171,12 @@ class RecallEngine:
         # spares a long message one index lookup per familiar word.
         self._common_words: set[str] = set()
         self._records = RecordRepo(self.db)
+        # Tunables of the recall pipeline (benchmarks/locomo.py measures them).
+        self.neighbour_hits = NEIGHBOUR_HITS
+        self.neighbour_share = NEIGHBOUR_SHARE
+        self.newer_hits = NEWER_HITS
+        self.newer_share = NEWER_SHARE
+        self.drop_repeated = True
 
     async def recall(
         self,
@@ -181,7 +198,7 @@ class RecallEngine:
         memories, terms = await self._search(request.query, request.limit, exclude_keys)
         report = None
         if request.retained_token_budget is not None:
-            candidates = to_candidates(memories, time.time() if now is None else now)
+            candidates = to_candidates(memories, self.db.clock() if now is None else now)
             # Excerpts center on the words the ranking used (for a long
             # message, those of its sentences with a rare word), not on
             # every word of the query.
@@ -193,6 +210,19 @@ class RecallEngine:
             )
         return RecallResponse(memories, report, terms)
 
+    async def said_since(self, keys: Collection[str]) -> float | None:
+        """When the oldest message among `keys` was said (summaries and notes
+        do not count: they are not messages); None when there is none."""
+        turns = [k for k in keys if k[:1] in ("t", "r")]
+        if not turns:
+            return None
+        cur = await self.db.conn.execute(
+            "SELECT min(said_at) FROM memory_records WHERE key IN (SELECT value FROM json_each(?))",
+            (json.dumps(turns),),
+        )
+        row = await cur.fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
     async def fetch(self, key: str) -> MemoryRecord | None:
         """The full record for a retrieval key, verbatim (not counted as a hit)."""
         return await self._records.get(key)
@@ -200,25 +230,80 @@ class RecallEngine:
     async def _search(
         self, query: str, limit: int, exclude_keys: Collection[str]
     ) -> tuple[list[MemoryRecord], list[str]]:
-        """Best records first, and the words their excerpts should center on."""
+        """Best records first, and the words their excerpts should center on.
+
+        Each record is one message (or note, summary, tool result), scored on
+        its own words. The lexical and meaning rankings are fused by rank; the
+        best hits bring the messages around them (the reply to a hit, the
+        message it answered: what was said around a fact often names it) and
+        the newest later record that shares the hit's rarest matched word (a
+        later statement about the same thing, so an old value never comes
+        alone)."""
         words = query_terms(query)
         if limit <= 0 or not (words or self._embedder_ready()):
             return [], []
         excluded = await self._ids_for(exclude_keys)
-        # A few spare candidates: repeats of an older record drop out below.
-        pool = limit * POOL_FACTOR
+        pool = max(limit * POOL_FACTOR, MIN_POOL)
         lexical: list[tuple[int, float]] = []
         focus: list[str] = []
         if words:
             lexical, focus = await self._lexical(query, words, pool, excluded)
         nearest = await self._nearest(query, pool, excluded)
-        ranked = fuse(lexical, nearest) if nearest else [(i, -rank) for i, rank in lexical]
+        ranked = fuse(lexical, nearest)
         if not ranked:
             return [], focus
         records = await self._load(ranked[:pool])
-        records, _ = drop_repeats(records, focus or words)
-        records, _ = drop_near_misses(records, focus or words)
+        if self.drop_repeated:
+            records, _ = drop_repeats(records, focus or words)
+        records = await self._with_context(records, focus or words, excluded)
         return await self._count_hits(records[:limit]), focus
+
+    async def _with_context(
+        self, hits: list[MemoryRecord], terms: list[str], excluded: set[int]
+    ) -> list[MemoryRecord]:
+        """`hits` (best first) with their neighbours and newer statements, by score."""
+        found = {r.id: r for r in hits}
+        extra: dict[int, MemoryRecord] = {}
+
+        def offer(record: MemoryRecord, score: float) -> None:
+            if record.id in excluded:
+                return
+            known = found.get(record.id) or extra.get(record.id)
+            if known is None or known.score < score:
+                extra[record.id] = replace(record, score=score)
+
+        for hit in hits[: self.neighbour_hits]:
+            if hit.role not in ("user", "assistant") or hit.turn_id is None:
+                continue
+            for near in await self._records.neighbours(hit):
+                offer(near, hit.score * self.neighbour_share)
+        for hit in hits[: self.newer_hits]:
+            newer = await self._newer_statement(hit, terms, excluded)
+            if newer is not None:
+                offer(newer, hit.score * self.newer_share)
+        for rid, record in extra.items():
+            found[rid] = record
+        return sorted(found.values(), key=lambda r: -r.score)
+
+    async def _newer_statement(
+        self, hit: MemoryRecord, terms: list[str], excluded: set[int]
+    ) -> MemoryRecord | None:
+        """The newest record said after `hit` holding its rarest query word."""
+        held = [t for t in terms if holds(hit.content.lower(), t)]
+        if not held:
+            return None
+        _, freqs = await self._doc_freqs(held)
+        rarest = min(freqs, key=lambda f: f[1])[0]
+        cur = await self.db.conn.execute(
+            "SELECT r.* FROM memory_fts f JOIN memory_records r ON r.id = f.rowid"
+            " WHERE memory_fts MATCH ? AND r.said_at > ? AND r.id != ?"
+            " ORDER BY r.said_at DESC, r.id DESC LIMIT 4",
+            (quote(rarest), hit.said_at, hit.id),
+        )
+        for row in await cur.fetchall():
+            if row["id"] not in excluded:
+                return row_to_record(row)
+        return None
 
     async def _lexical(
         self, query: str, words: list[str], pool: int, excluded: set[int]

@@ -37,24 +37,11 @@ class _Hit:
     sentence_end: int  # after its terminal punctuation
 
 
-_USER_MARK = "User: "
-_REPLY_MARK = "\nAssistant: "
-
-
 def select_excerpt(content: str, max_chars: int, terms: Collection[str] = ()) -> str:
     """A verbatim substring of `content` of at most `max_chars` characters,
-    centered on `terms` (folded words, see fts_query.query_terms) if given.
-
-    In a turn's record ("User: ...\nAssistant: ...") the reply is left out
-    when every query word it matches is matched by the user's statements: what
-    the user said is the source of a fact about the user, and a model's reply
-    that only restates it costs room and can contradict it (SmolLM2 had
-    replied "the flight ... leaves at around 21:30" to "My flight leaves from
-    gate E33" and, shown both, answered "22:30 instead of 33")."""
+    centered on `terms` (folded words, see fts_query.query_terms) if given."""
     if max_chars <= 0:
         return ""
-    if terms:
-        content = _user_part_if_enough(content, terms)
     if len(content) <= max_chars:
         return content
     hits = _find_hits(content, terms) if terms else []
@@ -65,24 +52,6 @@ def select_excerpt(content: str, max_chars: int, terms: Collection[str] = ()) ->
         return content[:max_chars]
     end = _trim_end(content, hits, start, max_chars)
     return content[start:end]
-
-
-def _user_part_if_enough(content: str, terms: Collection[str]) -> str:
-    """The user's part of a turn record when the reply matches nothing more
-    than the user's statements do. Words the user only asked about do not
-    count: "Where is the Vellmar depot?" is answered in the reply."""
-    if not content.startswith(_USER_MARK):
-        return content
-    cut = content.find(_REPLY_MARK)
-    if cut < 0:
-        return content
-    user = {
-        h.term
-        for h in _find_hits(content[:cut], terms)
-        if not content[h.sentence_start : h.sentence_end].rstrip().endswith("?")
-    }
-    reply = {h.term for h in _find_hits(content[cut:], terms)}
-    return content[:cut] if user and reply <= user else content
 
 
 def focus_terms(text: str, rare: Collection[str]) -> list[str]:

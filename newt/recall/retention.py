@@ -1,16 +1,19 @@
-"""Budgeted evidence retention (EMBER v0, DESIGN.md section 5).
+"""Evidence capsules: recalled records packed under a token budget, best match first.
 
 Dumping whole recalled records into a bounded context burns the budget on
-filler. Instead each record becomes an evidence capsule: a short verbatim
-excerpt plus the retrieval key that fetches the full record again. Capsules
-are packed greedily under the budget, most recoverable first.
+filler, and a record cut short loses the fact. Each record becomes a capsule:
+the record whole when it is short (most messages are), else the stretch of it
+that best matches the query, plus the retrieval key that fetches it whole.
+Capsules are packed in the order the recall ranked them (how well they match
+the question), so the budget goes to the records most likely to answer it.
 
 The rules, each pinned by a test:
-- order: recoverability desc, then retrieval_score desc, then input order;
+- order: retrieval_score desc, then input order;
 - a capsule costs est_tokens(excerpt) + est_tokens(retrieval_key);
-- packing stops at the first candidate for which fewer than key + 16 tokens remain;
-- the excerpt is a verbatim substring of at most
-  min(remaining - key_tokens, excerpt_tokens) * 4 characters;
+- a record of at most `excerpt_tokens` goes whole; a longer one is cut to a
+  verbatim excerpt of at most excerpt_tokens * 4 characters around the query;
+- a capsule that does not fit what remains is skipped (a shorter one after it
+  may fit); packing stops when less than key + MIN_EXCERPT_TOKENS remains;
 - retained_tokens <= budget_tokens; candidates are never mutated;
 - dropped = len(candidates) - len(capsules).
 """
@@ -24,9 +27,10 @@ from dataclasses import dataclass, field
 from newt.recall.excerpt import select_excerpt
 from newt.recall.fts_query import query_terms
 
-DEFAULT_EXCERPT_TOKENS = 64
+# A record up to this many tokens goes whole; a longer one is excerpted.
+DEFAULT_EXCERPT_TOKENS = 120
 
-# Recency half-life of the recoverability score: one week.
+# Recency half-life of the recoverability score (shown in the sidebar): one week.
 HALF_LIFE_HOURS = 168.0
 # Packing stops when less than key_tokens + this remains: a capsule with a
 # handful of excerpt tokens is a key with no evidence worth its cost.
@@ -60,16 +64,18 @@ class RetentionCandidate:
     access_count: int
     age_hours: float
     retrieval_score: float = 0.0
+    role: str = ""
+    """Who said it: "user", "assistant", "tool"; "" for a note or a summary."""
+    said_at: float = 0.0
+    kind: str = "turn"
+    """The record's kind: "turn", "note" or "compaction"."""
 
 
 @dataclass
 class EvidenceCapsule:
-    """A verbatim excerpt plus the key that recovers the full record.
-
-    `retrieval_score` (beyond DESIGN.md) is the candidate's: how well its
-    record matched the question, which orders capsules for the prompt
-    (see presentation.py) while recoverability decides what is packed.
-    """
+    """A verbatim excerpt plus the key that recovers the full record, and who
+    said it when (the prompt shows both, so the newest statement can be read
+    as the newest)."""
 
     id: str
     retrieval_key: str
@@ -77,10 +83,9 @@ class EvidenceCapsule:
     tokens: int
     recoverability: float
     retrieval_score: float = 0.0
-    # For a turn's record ("User: ...\nAssistant: ..."): who was speaking where
-    # the excerpt starts ("user" / "assistant"), so the prompt can say who said
-    # it even when the excerpt begins mid-message; "" for other records.
-    speaker: str = ""
+    role: str = ""
+    said_at: float = 0.0
+    kind: str = "turn"
 
 
 @dataclass
@@ -90,20 +95,6 @@ class RetentionReport:
     capsules: list[EvidenceCapsule] = field(default_factory=list)
     candidates_examined: int = 0
     dropped: int = 0
-
-
-USER_MARK = "User: "
-REPLY_MARK = "\nAssistant: "
-
-
-def speaker_at(content: str, excerpt: str) -> str:
-    """Who speaks where `excerpt` starts in a turn record's `content`."""
-    if not content.startswith(USER_MARK) or REPLY_MARK not in content:
-        return ""
-    start = content.find(excerpt)
-    if start < 0:
-        return ""
-    return "user" if start < content.index(REPLY_MARK) + 1 else "assistant"
 
 
 def _score(value: float) -> float:
@@ -117,29 +108,30 @@ def retain_within_budget(
     excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS,
     query: str | None = None,
 ) -> RetentionReport:
-    """Pack the most recoverable evidence into `budget_tokens` as capsules.
+    """Pack the best-matching evidence into `budget_tokens` as capsules.
 
-    With `query`, each excerpt is the stretch of its record that best matches
-    the query; without, the record's head. A negative budget is treated as 0
-    (and reported as 0, so retained_tokens <= budget_tokens still holds).
+    With `query`, a long record's excerpt is its stretch that best matches the
+    query; without, its head. A negative budget is treated as 0 (and reported
+    as 0, so retained_tokens <= budget_tokens still holds).
     """
     budget = max(budget_tokens, 0)
     excerpt_cap = max(excerpt_tokens, 0)
     terms = frozenset(query_terms(query)) if query else frozenset()
-    scored = [(recoverability(c.age_hours, c.access_count), c) for c in candidates]
-    # sorted() is stable, so equal keys keep input order: the last tie-break.
-    order = sorted(scored, key=lambda rc: (-rc[0], -_score(rc[1].retrieval_score)))
+    # sorted() is stable, so equal scores keep input order: the last tie-break.
+    order = sorted(candidates, key=lambda c: -_score(c.retrieval_score))
 
     remaining = budget
     capsules: list[EvidenceCapsule] = []
-    for rec, candidate in order:
+    for candidate in order:
         key = candidate.id
         key_tokens = est_tokens(key)
         if remaining < key_tokens + MIN_EXCERPT_TOKENS:
             break
-        max_chars = min(remaining - key_tokens, excerpt_cap) * CHARS_PER_TOKEN
+        max_chars = excerpt_cap * CHARS_PER_TOKEN
         excerpt = select_excerpt(candidate.content, max_chars, terms)
         tokens = est_tokens(excerpt) + key_tokens
+        if not excerpt.strip() or tokens > remaining:
+            continue
         remaining -= tokens
         capsules.append(
             EvidenceCapsule(
@@ -147,9 +139,11 @@ def retain_within_budget(
                 key,
                 excerpt,
                 tokens,
-                rec,
+                recoverability(candidate.age_hours, candidate.access_count),
                 _score(candidate.retrieval_score),
-                speaker_at(candidate.content, excerpt),
+                candidate.role,
+                candidate.said_at,
+                candidate.kind,
             )
         )
 

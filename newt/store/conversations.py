@@ -5,14 +5,13 @@ from __future__ import annotations
 import builtins
 import json
 import re
-import time
 import uuid
 from collections.abc import Sequence
 
 import aiosqlite
 
 from newt.store.db import Database
-from newt.store.models import Conversation, ReplyDetails, StoredTurn, TurnStatus
+from newt.store.models import Conversation, RecordRole, ReplyDetails, StoredTurn, TurnStatus
 from newt.store.records import insert_record
 from newt.store.turn_edits import mark_replaced
 
@@ -84,7 +83,7 @@ class ConversationRepo:
         self.db = db
 
     async def create(self, *, title: str = "", model: str = "", base_url: str = "") -> Conversation:
-        now = time.time()
+        now = self.db.clock()
         conv_id = uuid.uuid4().hex
         async with self.db.transaction() as conn:
             await conn.execute(
@@ -157,7 +156,7 @@ class TurnRepo:
         self, conv_id: str, user: str, *, attachments: Sequence[dict[str, object]] = ()
     ) -> int:
         """Persist the user's words before anything is sent: they must never be lost."""
-        now = time.time()
+        now = self.db.clock()
         async with self.db.transaction() as conn:
             cur = await conn.execute(
                 "INSERT INTO turns(conversation_id, kind, status, user, attachments, created_at)"
@@ -191,14 +190,14 @@ class TurnRepo:
         `details` is kept for the screen and exports, never recalled. With
         `replaces`, that turn is marked replaced by this one in the same
         transaction."""
-        now = time.time()
+        now = self.db.clock()
         d = details or ReplyDetails()
         async with self.db.transaction() as conn:
             cur = await conn.execute(
                 "UPDATE turns SET assistant = ?, status = ?, tokens_in = ?, tokens_out = ?,"
                 " tool_events = ?, error = NULL, thinking = ?, prompt_tokens = ?,"
                 " completion_tokens = ?, reply_seconds = ?, tokens_estimated = ?"
-                " WHERE id = ? RETURNING conversation_id, user",
+                " WHERE id = ? RETURNING conversation_id, user, created_at",
                 (
                     assistant,
                     status,
@@ -217,19 +216,27 @@ class TurnRepo:
             await cur.close()
             if row is None:
                 raise KeyError(f"no turn {turn_id}")
-            conv_id, user = row[0], row[1]
+            conv_id, user, said_at = row[0], row[1], row[2]
             await conn.execute(
                 "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conv_id)
             )
-            await insert_record(
-                conn,
-                key=f"t{turn_id}",
-                source="turn",
-                content=f"User: {user}\nAssistant: {assistant}",
-                conversation_id=conv_id,
-                turn_id=turn_id,
-                created_at=now,
+            said: tuple[tuple[RecordRole, str, str], ...] = (
+                ("user", f"t{turn_id}", user),
+                ("assistant", f"r{turn_id}", assistant),
             )
+            for role, key, text in said:
+                if text.strip():
+                    await insert_record(
+                        conn,
+                        key=key,
+                        source="turn",
+                        content=text,
+                        conversation_id=conv_id,
+                        turn_id=turn_id,
+                        created_at=now,
+                        role=role,
+                        said_at=said_at,
+                    )
             if replaces is not None:
                 await mark_replaced(conn, replaces, turn_id)
 
@@ -248,7 +255,7 @@ class TurnRepo:
         self, conv_id: str, record: str, *, resident_turns: int, used_after: int
     ) -> int:
         """Append a compaction record to the log (and index its summary for recall)."""
-        now = time.time()
+        now = self.db.clock()
         async with self.db.transaction() as conn:
             cur = await conn.execute(
                 "INSERT INTO turns(conversation_id, kind, status, user, assistant,"

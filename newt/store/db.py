@@ -64,6 +64,9 @@ class Database:
         self.conn = conn
         self._tx_lock = asyncio.Lock()
         self._closed = False
+        # When rows are stamped as written. An importer or a benchmark replaying
+        # a dated conversation sets it, so "when was this said" keeps the real day.
+        self.clock: Callable[[], float] = time.time
 
     @classmethod
     async def open(cls, path: Path | str, *, migrate: bool = True) -> Database:

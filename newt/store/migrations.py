@@ -258,6 +258,37 @@ async def m009_edits_forks_attachments(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m010_records_with_shape(conn: aiosqlite.Connection) -> None:
+    # A record says who said it and when, in columns: a turn's words become two
+    # records, t<turn> (the user's message, role 'user') and r<turn> (the reply,
+    # role 'assistant'), each recalled and scored on its own; a tool result
+    # t<turn>.<n> has role 'tool'; notes and summaries have none. `said_at` is
+    # when the words were said (the turn's time, not the indexing time).
+    # Changing a turn record's content re-indexes it (the m002 trigger) and
+    # drops its old vectors (the m006 trigger), so both are rebuilt for the
+    # split text.
+    await run_script(
+        conn,
+        """
+        ALTER TABLE memory_records ADD COLUMN role TEXT;
+        ALTER TABLE memory_records ADD COLUMN said_at REAL;
+        UPDATE memory_records SET said_at = coalesce(
+            (SELECT t.created_at FROM turns t WHERE t.id = memory_records.turn_id), created_at);
+        UPDATE memory_records SET role = 'tool' WHERE source = 'turn' AND key LIKE 't%.%';
+        INSERT INTO memory_records(key, source, conversation_id, turn_id, content,
+                                   access_count, created_at, role, said_at)
+            SELECT 'r' || substr(r.key, 2), 'turn', r.conversation_id, r.turn_id, t.assistant,
+                   r.access_count, r.created_at, 'assistant', r.said_at
+            FROM memory_records r JOIN turns t ON t.id = r.turn_id
+            WHERE r.source = 'turn' AND r.role IS NULL AND t.assistant != '';
+        UPDATE memory_records SET role = 'user',
+            content = (SELECT t.user FROM turns t WHERE t.id = memory_records.turn_id)
+            WHERE source = 'turn' AND role IS NULL AND key LIKE 't%';
+        CREATE INDEX memory_records_order ON memory_records(conversation_id, turn_id);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
@@ -268,6 +299,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (7, "reply_details", m007_reply_details),
     (8, "conversation_settings", m008_conversation_settings),
     (9, "edits_forks_attachments", m009_edits_forks_attachments),
+    (10, "records_with_shape", m010_records_with_shape),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

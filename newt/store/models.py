@@ -8,6 +8,7 @@ from typing import Any, Literal
 TurnKind = Literal["turn", "compaction"]
 TurnStatus = Literal["pending", "complete", "interrupted", "failed"]
 RecordSource = Literal["turn", "note", "compaction"]
+RecordRole = Literal["user", "assistant", "tool"]
 
 
 @dataclass
@@ -61,6 +62,13 @@ class StoredTurn:
         """The retrieval key of this row's recall record (a copy shares the original's)."""
         return f"{'c' if self.kind == 'compaction' else 't'}{self.copied_from or self.id}"
 
+    @property
+    def record_keys(self) -> tuple[str, ...]:
+        """Every recall record of this row: a turn's message and its reply."""
+        if self.kind == "compaction":
+            return (self.record_key,)
+        return (self.record_key, f"r{self.copied_from or self.id}")
+
 
 @dataclass
 class ReplyDetails:
@@ -85,6 +93,12 @@ class MemoryRecord:
     access_count: int
     created_at: float
     score: float = 0.0
+    role: RecordRole | None = None
+    """Who said it: "user", "assistant", "tool"; None for a note or a summary."""
+    said_at: float = 0.0
+    """When it was said (a turn's time; an imported turn keeps its own)."""
+    turn_id: int | None = None
+    """The turn (or compaction row) it belongs to; None for a note."""
 
 
 @dataclass

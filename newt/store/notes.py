@@ -6,8 +6,6 @@ newt.memory.notes; this repository only stores what it is told.
 
 from __future__ import annotations
 
-import time
-
 from newt.store.db import Database
 from newt.store.records import insert_record
 
@@ -26,7 +24,7 @@ class NoteRepo:
         return {f"n{row[0]}" for row in await cur.fetchall()}
 
     async def add(self, content: str) -> None:
-        now = time.time()
+        now = self.db.clock()
         async with self.db.transaction() as conn:
             cur = await conn.execute(
                 "INSERT INTO notes(content, created_at) VALUES (?, ?)"

@@ -1,7 +1,10 @@
-"""Memory records: the recallable copy of every turn, note and compaction summary.
+"""Memory records: the recallable copy of every message, note and compaction summary.
 
-Keys are short and stable: `t<turn id>`, `c<turn id>` for a compaction record,
-`n<note id>`. The recall engine (newt.recall) searches `memory_fts`.
+Keys are short and stable: `t<turn id>` for the user's message of a turn,
+`r<turn id>` for its reply, `t<turn id>.<n>` for a tool result,
+`c<turn id>` for a compaction record, `n<note id>`. Each record carries its
+kind (`source`), who said it (`role`: user, assistant, tool, or None for a
+note or summary) and when (`said_at`). The recall engine searches `memory_fts`.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import time
 import aiosqlite
 
 from newt.store.db import Database
-from newt.store.models import MemoryRecord, RecordSource
+from newt.store.models import MemoryRecord, RecordRole, RecordSource
 
 
 async def insert_record(
@@ -24,11 +27,14 @@ async def insert_record(
     turn_id: int | None = None,
     note_id: int | None = None,
     created_at: float | None = None,
+    role: RecordRole | None = None,
+    said_at: float | None = None,
 ) -> int:
     """Insert inside the caller's transaction, so a record never exists without its source."""
+    created = time.time() if created_at is None else created_at
     cur = await conn.execute(
         "INSERT INTO memory_records(key, source, conversation_id, turn_id, note_id, content,"
-        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        " created_at, role, said_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         " ON CONFLICT(key) DO UPDATE SET content = excluded.content RETURNING id",
         (
             key,
@@ -37,7 +43,9 @@ async def insert_record(
             turn_id,
             note_id,
             content,
-            time.time() if created_at is None else created_at,
+            created,
+            role,
+            created if said_at is None else said_at,
         ),
     )
     row = await cur.fetchone()  # lastrowid is stale when the key already existed
@@ -55,6 +63,9 @@ def row_to_record(row: aiosqlite.Row, score: float = 0.0) -> MemoryRecord:
         access_count=row["access_count"],
         created_at=row["created_at"],
         score=score,
+        role=row["role"],
+        said_at=row["said_at"] if row["said_at"] is not None else row["created_at"],
+        turn_id=row["turn_id"],
     )
 
 
@@ -76,6 +87,7 @@ class RecordRepo:
         *,
         conversation_id: str | None = None,
         created_at: float | None = None,
+        role: RecordRole | None = None,
     ) -> int:
         async with self.db.transaction() as conn:
             return await insert_record(
@@ -84,8 +96,28 @@ class RecordRepo:
                 source=source,
                 content=content,
                 conversation_id=conversation_id,
-                created_at=created_at,
+                created_at=self.db.clock() if created_at is None else created_at,
+                role=role,
             )
+
+    async def neighbours(self, record: MemoryRecord) -> list[MemoryRecord]:
+        """The messages said around a turn's message: the other half of its turn,
+        and the reply before it (for the user's words) or the next message
+        (for a reply), in the same conversation."""
+        if record.turn_id is None or record.role not in ("user", "assistant"):
+            return []
+        partner = "assistant" if record.role == "user" else "user"
+        if record.role == "user":
+            step = "turn_id < ? ORDER BY turn_id DESC"
+        else:
+            step = "turn_id > ? ORDER BY turn_id"
+        cur = await self.db.conn.execute(
+            "SELECT * FROM memory_records WHERE turn_id = ? AND role = ?"
+            " UNION ALL SELECT * FROM (SELECT * FROM memory_records"
+            f" WHERE conversation_id IS ? AND role = ? AND {step} LIMIT 1)",
+            (record.turn_id, partner, record.conversation_id, partner, record.turn_id),
+        )
+        return [row_to_record(row) for row in await cur.fetchall()]
 
     async def delete(self, key: str) -> None:
         async with self.db.transaction() as conn:

@@ -43,7 +43,8 @@ async def mark_replaced(conn: aiosqlite.Connection, old_id: int, new_id: int) ->
     await cur.close()
     if shared is None:
         await conn.execute(
-            "DELETE FROM memory_records WHERE key = ? OR key LIKE ?", (f"t{root}", f"t{root}.%")
+            "DELETE FROM memory_records WHERE key IN (?, ?) OR key LIKE ?",
+            (f"t{root}", f"r{root}", f"t{root}.%"),
         )
 
 

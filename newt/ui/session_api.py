@@ -23,7 +23,6 @@ class SessionLike(Protocol):
     model: str
     base_url: str
     last_retention: RetentionReport | None
-    last_focused: bool
 
     def send(self, text: str) -> AsyncIterator[AgentEvent]: ...
     def regenerate(self) -> AsyncIterator[AgentEvent]: ...

@@ -17,7 +17,6 @@ from newt.config import Config
 class StartingSession:
     conversation: Any = None
     last_retention: Any = None
-    last_focused = False
 
     def __init__(self, config: Config) -> None:
         self.model = config.backend.model or ""

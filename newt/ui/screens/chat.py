@@ -148,7 +148,7 @@ class ChatScreen(Screen[None]):
             set_approver(partial(ask_approval, self.app))
         self.refresh_header()
         self.refresh_meter()
-        self.sidebar.show(self.session.last_retention, focused=self.session.last_focused)
+        self.sidebar.show(self.session.last_retention)
 
     def on_resize(self, event: Resize) -> None:
         self._fit_sidebar(event.size.width)
@@ -212,7 +212,7 @@ class ChatScreen(Screen[None]):
         prompt.history = [t.user for t in turns if t.kind == "turn" and t.user.strip()]
         self.refresh_header()
         self.refresh_meter()
-        self.sidebar.show(self.session.last_retention, focused=self.session.last_focused)
+        self.sidebar.show(self.session.last_retention)
 
     # -- input ------------------------------------------------------------------
 
@@ -362,7 +362,7 @@ class ChatScreen(Screen[None]):
         elif isinstance(event, ev.UsageReported):
             self.refresh_meter()
         elif isinstance(event, ev.RetainedEvidence):
-            self.sidebar.show(event.report, focused=event.focused)
+            self.sidebar.show(event.report)
         elif isinstance(event, ev.Compacted):
             outcome.compactions.append(event)
         elif isinstance(event, ev.Notice):

@@ -65,12 +65,7 @@ def memory_rows(status: Any) -> list[tuple[str, str]]:
                 "last retention",
                 f"{tokens(report.retained_tokens)}/{tokens(report.budget_tokens)} tokens"
                 f" · {len(report.capsules)} capsules · {report.dropped} dropped"
-                f" · {report.candidates_examined} examined"
-                + (
-                    " · asked with this evidence alone"
-                    if getattr(status, "last_focused", False)
-                    else ""
-                ),
+                f" · {report.candidates_examined} examined",
             )
         )
     return rows

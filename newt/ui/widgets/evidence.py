@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 EXCERPT_CHARS = 400  # the excerpt is already budget-bounded; this only guards layout
 # Why the reply may ignore the last few messages: a lookup went out without them.
-FOCUSED_NOTE = "asked with this evidence alone (a lookup)"
 
 
 def capsule_prompt(capsule: EvidenceCapsule) -> Content:
@@ -53,8 +52,7 @@ class EvidenceSidebar(Vertical):
         yield Static("no retrieval yet", id="evidence-header")
         yield OptionList(id="capsules")
 
-    def show(self, report: RetentionReport | None, *, focused: bool = False) -> None:
-        """`focused`: the question went out with these capsules alone (agent/focus.py)."""
+    def show(self, report: RetentionReport | None) -> None:
         self.report = report
         header = self.query_one("#evidence-header", Static)
         capsules = self.query_one("#capsules", OptionList)
@@ -70,7 +68,6 @@ class EvidenceSidebar(Vertical):
                 len(report.capsules),
                 report.dropped,
             )
-            + (f"\n{FOCUSED_NOTE}" if focused else "")
         )
         self.set_class(not report.capsules, "-empty")
         options: list[Option | None] = []

@@ -1,0 +1,443 @@
+"""LoCoMo: are the turns that answer a question in the request newt sends?
+
+    python benchmarks/locomo.py [--data DIR] [--windows 2048,8192] [--quick]
+        [--conversations conv-41,conv-42] [--set recall.KEY=VALUE ...]
+        [--tune engine.ATTR=VALUE ...] [--json-out FILE]
+
+LoCoMo (Maharana et al., ACL 2024) holds long two-person conversations over
+19-32 sessions, each with question/answer items naming the turns that answer
+them (`evidence`). The development conversations live in
+`../shared/data/locomo-dev/` (five of the release's ten, research use with
+attribution; the other five are the project's holdout and are never read
+here). Without the data this says where the public release is.
+
+Model-independent: every exchange of a conversation (two consecutive turns,
+"Speaker: text"; a shared photo's caption appended) is played through newt's
+real turn path (ChatSession.send, real SQLite, the real HTTP client) against
+the repo's fake OpenAI-compatible server, which answers each turn with the
+next speaker's words; the store's clock is set to each session's date, so
+every turn carries the day it was said. Then each question of categories 1-4
+(5 has no answer) is asked on a copy of that database, and what is judged is
+the request the server receives: is the text of every evidence turn in it
+("all"), of at least one ("any").
+
+Beside newt, in the same run and from the same turns:
+  no memory  the newest exchanges that fit the window less the reply reserve
+  bm25       FTS5 bm25 (porter unicode61) over the exchanges (one document
+             each), the question's words OR-ed, best first while they fit
+             newt's evidence budget at that window; no recent turns at all
+
+`--quick`: one conversation (conv-41), its first 8 sessions, the questions
+whose evidence lies there. `--set` changes newt's config ([recall] keys);
+`--tune` sets a RecallEngine attribute (e.g. engine.neighbour_share=0.8),
+for experiments. The README keeps the last full table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from newt.agent.capability_tracker import REPLY_RESERVE_MAX  # noqa: E402
+from newt.agent.evidence import evidence_budget  # noqa: E402
+from newt.agent.session import ChatSession  # noqa: E402
+from newt.config import Config  # noqa: E402
+from newt.store import Store  # noqa: E402
+from tests.fake_openai import FakeOpenAI, Reply  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
+PUBLIC = "https://github.com/snap-research/locomo (data/locomo10.json)"
+CATEGORIES = {4: "single-hop", 1: "multi-hop", 2: "temporal", 3: "open-domain"}
+QUICK = ("conv-41", 8)
+SESSION_GAP_S = 30.0  # between two turns of one session
+SUMMARY_REPLY = "A short summary of the earlier conversation."
+
+
+@dataclass
+class Exchange:
+    user: str
+    reply: str
+    at: float
+
+
+@dataclass
+class Question:
+    text: str
+    answer: str
+    evidence: list[str]
+    category: int
+
+
+@dataclass
+class Dialogue:
+    name: str
+    exchanges: list[Exchange]
+    questions: list[Question]
+    texts: dict[str, str]  # dia_id -> the message as played
+    asked_at: float
+
+
+def rendered(turn: dict[str, Any]) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    if turn.get("blip_caption"):
+        text += f" [shares a photo: {turn['blip_caption']}]"
+    return text
+
+
+def session_time(stamp: str) -> float:
+    return datetime.strptime(stamp, "%I:%M %p on %d %B, %Y").timestamp()
+
+
+def load(path: Path, max_sessions: int | None = None) -> Dialogue:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    conv = data.get("conversation", data)
+    numbers = sorted(
+        int(k.split("_")[1])
+        for k in conv
+        if re.fullmatch(r"session_\d+", k) and isinstance(conv[k], list) and conv[k]
+    )
+    if max_sessions is not None:
+        numbers = numbers[:max_sessions]
+    exchanges: list[Exchange] = []
+    texts: dict[str, str] = {}
+    last = 0.0
+    for n in numbers:
+        start = session_time(conv[f"session_{n}_date_time"])
+        turns = conv[f"session_{n}"]
+        for turn in turns:
+            texts[turn["dia_id"]] = rendered(turn)
+        for i in range(0, len(turns), 2):
+            user = rendered(turns[i])
+            reply = rendered(turns[i + 1]) if i + 1 < len(turns) else ""
+            exchanges.append(Exchange(user, reply, start + i * SESSION_GAP_S))
+        last = start + len(turns) * SESSION_GAP_S
+    questions = [
+        Question(q["question"], str(q.get("answer", "")), list(q["evidence"]), q["category"])
+        for q in data["qa"]
+        if q["category"] in CATEGORIES and q["evidence"] and all(e in texts for e in q["evidence"])
+    ]
+    return Dialogue(path.stem, exchanges, questions, texts, last + 86400.0)
+
+
+# ----------------------------------------------------------------- newt
+
+
+def make_config(home: Path, base_url: str, window: int, values: Sequence[str]) -> Config:
+    config = Config(path=home / "config.toml", db_path=home / "newt.db")
+    config.backend.base_url = base_url
+    config.backend.model = "fake-model"
+    config.memory.context_tokens = window
+    for item in values:
+        dotted, _, raw = item.partition("=")
+        section, _, key = dotted.partition(".")
+        target = getattr(config, section)
+        current = getattr(target, key)
+        value: Any = type(current)(raw) if not isinstance(current, bool) else raw == "true"
+        setattr(target, key, value)
+    return config
+
+
+def tune(session: ChatSession, values: Sequence[str]) -> None:
+    for item in values:
+        dotted, _, raw = item.partition("=")
+        _, _, attr = dotted.partition(".")
+        current = getattr(session.recall, attr)
+        setattr(session.recall, attr, type(current)(raw) if not isinstance(current, bool)
+                else raw == "true")  # fmt: skip
+
+
+def last_user_text(request: dict[str, Any]) -> str:
+    for message in reversed(request.get("messages") or []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""
+
+
+class Scripted:
+    """The fake server's answers: the next speaker's words for the turn in flight."""
+
+    def __init__(self) -> None:
+        self.expect = ""
+        self.reply = ""
+        self.seen: dict[str, Any] | None = None
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if self.expect and last_user_text(request).endswith(self.expect):
+            self.seen = request
+            return Reply(text=self.reply, chunk_size=4096)
+        return Reply(text=SUMMARY_REPLY, chunk_size=4096)
+
+
+async def send(session: ChatSession, text: str) -> None:
+    async for _ in session.send(text):
+        pass
+
+
+async def play(
+    dialogue: Dialogue, home: Path, window: int, fake: FakeOpenAI, args: argparse.Namespace
+) -> None:
+    config = make_config(home, fake.base_url, window, args.set)
+    scripted = Scripted()
+    fake.responder = scripted
+    async with await Store.open(config.db_path) as store:
+        session = await ChatSession.open(config, store, probe=False)
+        tune(session, args.tune)
+        try:
+            for ex in dialogue.exchanges:
+                store.db.clock = lambda at=ex.at: at
+                scripted.expect, scripted.reply = ex.user, ex.reply
+                await send(session, ex.user)
+            queue = session.recall_parts.queue
+            if queue is not None:
+                await queue.wait_idle(1800)
+        finally:
+            await session.close()
+
+
+@dataclass
+class Outcome:
+    category: int
+    found: dict[str, list[bool]] = field(default_factory=dict)  # line -> per evidence
+    tokens: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def request_text(request: dict[str, Any]) -> str:
+    parts = []
+    for message in request.get("messages") or []:
+        content = message.get("content")
+        parts.append(content if isinstance(content, str) else json.dumps(content))
+    return norm("\n".join(parts))
+
+
+def norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+async def ask(
+    dialogue: Dialogue,
+    snapshot: Path,
+    work: Path,
+    window: int,
+    fake: FakeOpenAI,
+    question: Question,
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any] | None, float]:
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    shutil.copyfile(snapshot, work / "newt.db")
+    config = make_config(work, fake.base_url, window, args.set)
+    scripted = Scripted()
+    scripted.expect, scripted.reply = question.text, "ok"
+    fake.responder = scripted
+    started = time.perf_counter()
+    async with await Store.open(config.db_path) as store:
+        store.db.clock = lambda: dialogue.asked_at
+        session = await ChatSession.open(config, store, probe=False)
+        tune(session, args.tune)
+        try:
+            await session.continue_latest()
+            await send(session, question.text)
+        finally:
+            await session.close()
+    return scripted.seen, time.perf_counter() - started
+
+
+# ------------------------------------------------------------- baselines
+
+
+def tokens(text: str) -> int:
+    return -(-len(text) // 4)
+
+
+def room(window: int) -> int:
+    return window - min(REPLY_RESERVE_MAX, window // 4)
+
+
+def no_memory(dialogue: Dialogue, window: int, question: Question) -> list[str]:
+    left = room(window) - tokens(question.text)
+    kept: list[str] = []
+    for ex in reversed(dialogue.exchanges):
+        cost = tokens(ex.user) + tokens(ex.reply) + 8
+        if cost > left:
+            break
+        left -= cost
+        kept += [ex.user, ex.reply]
+    return kept
+
+
+class Bm25:
+    """FTS5 bm25 over the exchanges, one document each."""
+
+    def __init__(self, dialogue: Dialogue) -> None:
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE VIRTUAL TABLE x USING fts5(body, tokenize='porter unicode61')")
+        self.docs = [f"{ex.user}\n{ex.reply}" for ex in dialogue.exchanges]
+        self.db.executemany("INSERT INTO x(rowid, body) VALUES (?, ?)", enumerate(self.docs))
+
+    def search(self, question: str, budget: int) -> list[str]:
+        words = {w.lower() for w in re.findall(r"[^\W_]+", question)}
+        if not words:
+            return []
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in sorted(words))
+        rows = self.db.execute(
+            "SELECT rowid FROM x WHERE x MATCH ? ORDER BY bm25(x)", (match,)
+        ).fetchall()
+        kept: list[str] = []
+        left = budget
+        for (rowid,) in rows:
+            cost = tokens(self.docs[rowid]) + 4
+            if cost > left:
+                break
+            left -= cost
+            kept.append(self.docs[rowid])
+        return kept
+
+
+# --------------------------------------------------------------- report
+
+
+def pct(hits: int, total: int) -> str:
+    return f"{100.0 * hits / total:.1f}%" if total else "-"
+
+
+def table(window: int, outcomes: list[Outcome], budget: int) -> list[str]:
+    lines = [
+        f"window {window} (evidence budget {budget} tokens), {len(outcomes)} questions",
+        "",
+        "| all evidence in the request | "
+        + " | ".join(CATEGORIES.values())
+        + " | all | any evidence | median request tokens | s/question |",
+        "|---|" + "---|" * (len(CATEGORIES) + 4),
+    ]
+    for line in ("newt", "no memory", "bm25"):
+        cells = []
+        for cat in CATEGORIES:
+            mine = [o for o in outcomes if o.category == cat]
+            cells.append(pct(sum(all(o.found[line]) for o in mine), len(mine)))
+        every = pct(sum(all(o.found[line]) for o in outcomes), len(outcomes))
+        some = pct(sum(any(o.found[line]) for o in outcomes), len(outcomes))
+        median = statistics.median(o.tokens[line] for o in outcomes) if outcomes else 0
+        secs = (
+            f"{statistics.mean(o.seconds for o in outcomes):.2f}"
+            if line == "newt" and outcomes
+            else "-"
+        )
+        lines.append(f"| {line} | " + " | ".join(cells) + f" | **{every}** | {some} | "
+                     f"{median:.0f} | {secs} |")  # fmt: skip
+    return lines
+
+
+async def run_window(
+    dialogues: list[Dialogue], window: int, args: argparse.Namespace, tmp: Path
+) -> tuple[list[Outcome], list[dict[str, Any]], int]:
+    config = make_config(tmp, "http://127.0.0.1:1/v1", window, args.set)
+    budget = evidence_budget(config.recall.retained_token_budget, room(window))
+    outcomes: list[Outcome] = []
+    rows: list[dict[str, Any]] = []
+    with FakeOpenAI(n_ctx=window) as fake:
+        for dialogue in dialogues:
+            home = tmp / f"{dialogue.name}-{window}"
+            home.mkdir(parents=True, exist_ok=True)
+            started = time.perf_counter()
+            await play(dialogue, home, window, fake, args)
+            played = time.perf_counter() - started
+            print(f"  {dialogue.name} @ {window}: played {len(dialogue.exchanges)} exchanges"
+                  f" in {played:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
+            bm25 = Bm25(dialogue)
+            for question in dialogue.questions:
+                request, seconds = await ask(
+                    dialogue, home / "newt.db", tmp / "q", window, fake, question, args
+                )
+                sent = request_text(request) if request else ""
+                evidence = [norm(dialogue.texts[e]) for e in question.evidence]
+                plain = norm("\n".join(no_memory(dialogue, window, question)))
+                found_bm25 = bm25.search(question.text, budget)
+                searched = norm("\n".join(found_bm25))
+                outcome = Outcome(question.category, seconds=seconds)
+                outcome.found = {
+                    "newt": [e in sent for e in evidence],
+                    "no memory": [e in plain for e in evidence],
+                    "bm25": [e in searched for e in evidence],
+                }
+                outcome.tokens = {
+                    "newt": tokens(sent),
+                    "no memory": tokens(plain),
+                    "bm25": tokens(searched) + tokens(question.text),
+                }
+                outcomes.append(outcome)
+                rows.append(
+                    {
+                        "conversation": dialogue.name,
+                        "window": window,
+                        "question": question.text,
+                        "answer": question.answer,
+                        "category": question.category,
+                        "evidence": question.evidence,
+                        "found": outcome.found,
+                        "tokens": outcome.tokens,
+                    }
+                )
+    return outcomes, rows, budget
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    data = Path(args.data)
+    if not data.is_dir():
+        print(f"no LoCoMo data at {data}: the public release is at {PUBLIC}; pass --data DIR",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if args.quick:
+        dialogues = [load(data / f"{QUICK[0]}.json", QUICK[1])]
+    else:
+        names = args.conversations.split(",") if args.conversations else None
+        paths = sorted(data.glob("conv-*.json"))
+        dialogues = [load(p) for p in paths if names is None or p.stem in names]
+    windows = [int(w) for w in args.windows.split(",")]
+    all_rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="newt-locomo-") as tmp:
+        for window in windows:
+            outcomes, rows, budget = await run_window(dialogues, window, args, Path(tmp))
+            all_rows += rows
+            print("\n".join(table(window, outcomes, budget)) + "\n", flush=True)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(all_rows, indent=1), encoding="utf-8")
+    return 0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
+    parser.add_argument("--windows", default="2048,8192")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--conversations", default="")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    parser.add_argument("--tune", action="append", default=[], metavar="engine.ATTR=VALUE")
+    parser.add_argument("--json-out", default="")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return asyncio.run(main_async(parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
