@@ -383,8 +383,14 @@ class RecallEngine:
     async def _load(self, ranked: list[tuple[int, float]]) -> list[MemoryRecord]:
         """The ranked records (score: higher is better), in rank order."""
         marks = ",".join("?" * len(ranked))
+        # A compaction record that a newer one of its conversation replaced
+        # says nothing the newer one does not: only the newest is recalled.
         cur = await self.db.conn.execute(
-            f"SELECT * FROM memory_records WHERE id IN ({marks})", [i for i, _ in ranked]
+            f"SELECT * FROM memory_records r WHERE id IN ({marks}) AND NOT ("
+            " r.source = 'compaction' AND EXISTS (SELECT 1 FROM memory_records n"
+            " WHERE n.conversation_id = r.conversation_id AND n.source = 'compaction'"
+            " AND n.id > r.id))",
+            [i for i, _ in ranked],
         )
         rows = {row["id"]: row for row in await cur.fetchall()}
         return [row_to_record(rows[i], score) for i, score in ranked if i in rows]

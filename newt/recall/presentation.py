@@ -89,7 +89,8 @@ def evidence_block(
         return ""
     now = time.time() if now is None else now
     shown = chronological(report.capsules)
-    older = history_since is not None and all(c.said_at < history_since for c in shown)
+    said = [c for c in shown if c.role]  # messages; a note or summary has no one moment
+    older = history_since is not None and all(c.said_at < history_since for c in said)
     today = _day(datetime.fromtimestamp(now).date())
     lines = [EVIDENCE_HEADER.format(today=today, newer=NEWER_ABOVE if older else "")]
     lines += [f"- {capsule_text(c, now)}" for c in shown]
