@@ -1,8 +1,9 @@
 """Pruning into one compaction record (DESIGN.md section 3), concrete numbers.
 
 Scenario numbers (chars/4): TokenBudget(1000, 0.5) has a 500-token budget;
-a turn of 300 + 300 characters is 150 tokens; a record with the fallback body
-and a one-digit count is 406 characters, 102 tokens.
+a turn of 300 + 300 characters is 150 tokens; a record owing its turns with a
+one-digit count is 407 characters, 102 tokens (its 39-token cap holds the
+count line, not one of the 300-character messages).
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from newt.memory import (
     TokenEstimation,
     TurnMetrics,
     Usage,
-    fallback_summary,
     format_record,
+    owed_body,
     record_summary,
     summarizer_input,
 )
-from newt.memory.compaction import OMITTED_NOTE
+from newt.memory.compaction import OMITTED_NOTE, base_summary, owed_folds, unsummarized_messages
 from newt.resources import asset_text
 
 EST = TokenEstimation()
@@ -33,8 +34,12 @@ U, A = "u" * 300, "a" * 300
 NO_USAGE = TurnMetrics()
 
 
-def fallback_record(n: int) -> str:
-    return format_record(fallback_summary(None, n))
+SMALL_CAP = TokenBudget(1000, 0.5).summary_reply_tokens  # 39
+
+
+def fallback_record(n: int, folds: int = 1, summary: str | None = None) -> str:
+    """A 500-token budget's record owing `n` messages of U/A turns."""
+    return format_record(owed_body(summary, [(U, A)] * (n // 2), folds, cap=SMALL_CAP, est=EST))
 
 
 class Summarizer:
@@ -74,20 +79,65 @@ def test_record_format_is_exact() -> None:
     )
     assert "reference material, not an instruction" in RECORD_EXPLANATION
     assert record_summary(record) == "the summary"
-    assert (len(fallback_record(4)), EST.tokens_for(fallback_record(4))) == (406, 102)
+    assert (len(fallback_record(4)), EST.tokens_for(fallback_record(4))) == (407, 102)
 
 
-def test_fallback_body_and_cumulative_count() -> None:
-    first = fallback_summary(None, 4)
-    assert first == "Summary generation was unavailable. 4 message(s) were removed."
-    assert fallback_summary(first, 2) == (
-        "Summary generation was unavailable. 6 message(s) were removed."
+LISBON = "I fly to Lisbon on Friday from gate E33 and need a taxi at 5:40 in the morning."
+ADA = "My sister Ada is seven."
+
+
+def test_the_owed_part_quotes_the_users_words_under_a_count_line() -> None:
+    owed = [(LISBON, "Have a good flight!"), (ADA, "")]
+    body = owed_body(None, owed, 2, cap=200, est=EST)
+    assert body == (
+        "No summary written yet: 3 message(s) were removed in 2 step(s)."
+        " What the user said in them:\n"
+        f"- {LISBON}\n- {ADA}"
     )
-    # A real summary is kept above the line, and the line keeps counting.
-    kept = fallback_summary("Ada is seven.", 2)
-    assert kept == "Ada is seven.\n\nSummary generation was unavailable. 2 message(s) were removed."
-    assert fallback_summary(kept, 3).endswith("5 message(s) were removed.")
-    assert fallback_summary(kept, 3).startswith("Ada is seven.\n\n")
+    assert (unsummarized_messages(format_record(body)), owed_folds(format_record(body))) == (3, 2)
+    assert base_summary(format_record(body)) is None
+    # a model-written summary stays above it, and is what base_summary gives back
+    kept = owed_body("Ada likes kites.", owed, 1, cap=200, est=EST)
+    assert kept.startswith("Ada likes kites.\n\nNo summary written yet: 3 message(s)")
+    assert base_summary(format_record(kept)) == "Ada likes kites."
+    assert owed_body("Ada likes kites.", [], 0, cap=200, est=EST) == "Ada likes kites."
+
+
+def test_the_owed_part_shortens_each_message_to_fit_the_cap() -> None:
+    long = "the staging database lives on host db-7 behind the bastion " * 6
+    owed = [(long, "a"), (ADA, "b"), (long.upper(), "c")]
+    body = owed_body("S " * 200, owed, 3, cap=120, est=EST)
+    assert EST.tokens_for(body) <= 120
+    lines = body.splitlines()
+    quoted = [line for line in lines if line.startswith("- ")]
+    # equal shares: the short message whole, the two long ones cut alike
+    assert quoted[1] == f"- {ADA}"
+    assert quoted[0].endswith("…") and quoted[2].endswith("…")
+    assert quoted[0].startswith("- the staging database") and quoted[2].startswith("- THE STAGING")
+    assert abs(len(quoted[0]) - len(quoted[2])) <= 8
+    # the summary, cut, keeps at least half the room
+    assert lines[0].startswith("S S") and lines[0].endswith("…")
+
+
+def test_the_oldest_words_are_left_out_first_and_a_tiny_cap_keeps_the_count() -> None:
+    owed = [(f"message number {i} about the harbor", "ok") for i in range(12)]
+    body = owed_body(None, owed, 1, cap=80, est=EST)
+    assert EST.tokens_for(body) <= 80
+    assert "- (earlier messages left out)" in body
+    assert "message number 11 about the harbor" in body and "message number 0 " not in body
+    tiny = owed_body(None, owed, 1, cap=20, est=EST)
+    assert tiny == "No summary written yet: 24 message(s) were removed in 1 step(s)."
+
+
+def test_records_written_before_the_owed_part_still_parse() -> None:
+    old = format_record(
+        "Ada is seven.\n\nSummary generation was unavailable. 6 message(s) were removed."
+    )
+    assert (unsummarized_messages(old), owed_folds(old), base_summary(old)) == (
+        6,
+        1,
+        "Ada is seven.",
+    )
 
 
 def test_compaction_prompt_asset() -> None:
@@ -111,11 +161,11 @@ async def test_prune_without_summarizer_uses_the_fallback_record() -> None:
     assert p.take_compaction_record() == fallback_record(4)
     assert p.take_compaction_record() is None  # handed over once
 
-    await fill(p, 1)  # 552: one more turn folds into the same record
-    assert p.record == fallback_record(6)
+    await fill(p, 1)  # 552: one more turn folds into the same record, a second step
+    assert p.record == fallback_record(6, folds=2)
     assert p.usage()[1] == 402
     assert (p.resident_turns(), p.compactions, p.total_turns) == (2, 2, 5)
-    assert markers(p) == [fallback_record(6)]  # one record, never stacked
+    assert markers(p) == [fallback_record(6, folds=2)]  # one record, never stacked
 
 
 async def test_the_newest_turn_is_never_removed() -> None:
@@ -163,12 +213,12 @@ async def test_summarizer_failure_never_propagates_and_keeps_the_summary() -> No
     summarize = Summarizer("Ada is seven.", RuntimeError("backend down"), "   ")
     p = TokenBudget(1000, 0.5).with_summarizer(summarize)
     await fill(p, 4)
-    await fill(p, 1)  # the summarizer raises: fallback line under the old summary
+    await fill(p, 1)  # the summarizer raises: the owed part under the old summary
     assert record_summary(p.record or "") == (
-        "Ada is seven.\n\nSummary generation was unavailable. 2 message(s) were removed."
+        "Ada is seven.\n\nNo summary written yet: 2 message(s) were removed in 1 step(s)."
     )
     await fill(p, 1)  # an empty summary counts as a failure too; the count adds up
-    assert record_summary(p.record or "").endswith("4 message(s) were removed.")
+    assert record_summary(p.record or "").endswith("4 message(s) were removed in 2 step(s).")
     assert p.resident_turns() == 2
 
 
@@ -193,7 +243,7 @@ async def test_a_cancelled_summary_leaves_the_fold_with_its_fallback_record() ->
     assert p.resident_turns() == 2 and p.compactions == 1
     assert (
         record_summary(p.record or "")
-        == "Summary generation was unavailable. 4 message(s) were removed."
+        == "No summary written yet: 4 message(s) were removed in 1 step(s)."
     )
     assert p.summary_pending
     assert p.take_compaction_record() == p.record
@@ -290,6 +340,7 @@ async def test_compact_for_makes_room_for_the_next_request() -> None:
     assert (p.resident_turns(), p.usage()[1]) == (1, 202)
     assert await p.compact_for(350) is True  # even the newest turn may go here
     assert (p.resident_turns(), p.usage()[1]) == (0, 102)
+    # both guard folds are one step: the turn they make room for is still to come
     assert p.take_compaction_record() == fallback_record(6)
     assert p.compactions == 1  # one pending record, superseded, not yet taken
     assert await p.compact_for(450) is False  # 102 + 450 cannot fit 500
@@ -386,10 +437,10 @@ async def test_turns_folded_while_a_summary_is_written_stay_counted() -> None:
     p = TokenBudget(1000, 0.5).with_summarizer(Summarizer("S")).with_deferred_summaries()
     await fill(p, 4)
     result = await p.summarize_pending()
-    await fill(p, 2)  # another fold lands before the summary is applied
+    await fill(p, 2)  # two more folds land before the summary is applied
     assert p.apply_summary(result)
     body = record_summary(p.record or "")
-    assert body.startswith("S") and body.endswith("4 message(s) were removed.")
+    assert body.startswith("S") and body.endswith("4 message(s) were removed in 2 step(s).")
     assert p.summary_pending
 
 

@@ -21,13 +21,15 @@ from newt.memory import (
     TurnMetrics,
     Usage,
     conversation_turns_from_log,
-    fallback_summary,
     format_record,
 )
 from newt.store import Store
 
 SYSTEM = "You are a test assistant."
 EST = TokenEstimation()
+
+# A 500-token budget's record owing two folded turns: its cap holds the count line alone.
+OWED_4 = "No summary written yet: 4 message(s) were removed in 1 step(s)."
 
 
 def backend_usage(messages: list[MemMessage], reply: str) -> Usage:
@@ -251,14 +253,14 @@ async def test_crash_before_the_first_record_is_persisted() -> None:
     live = TokenBudget(1000, 0.5)  # budget 500; each turn 150
     for _ in range(4):
         await live.sync_turn(U, A, TurnMetrics())
-    assert live.record == format_record(fallback_summary(None, 4))
+    assert live.record == format_record(OWED_4)
     # The app died before add_compaction: the log holds the four turns only.
     restored = TokenBudget(1000, 0.5)
     restored.restore_turns([turn()] * 4)
     # 600 > 500: the two oldest fold into a fallback record, as live.
     assert restored.usage() == ("tokens", 300 + 102, 500)
     assert snapshot(restored) == snapshot(live)
-    assert restored.take_compaction_record() == format_record(fallback_summary(None, 4))
+    assert restored.take_compaction_record() == format_record(OWED_4)
 
 
 async def test_crash_after_a_reported_turn_folds_into_the_previous_record() -> None:
@@ -284,7 +286,9 @@ async def test_crash_after_a_reported_turn_folds_into_the_previous_record() -> N
     assert summaries.calls == 2  # restore is synchronous: it never summarizes
     # Anchor 540 + 75 = 615 > 500: the older resident turn folds in, with the
     # fallback line under the persisted summary (record 92 -> 108 tokens).
-    body = "summary #1 of 696 chars\n\n" + fallback_summary(None, 2)
+    body = (
+        "summary #1 of 696 chars\n\nNo summary written yet: 2 message(s) were removed in 1 step(s)."
+    )
     assert restored.record == format_record(body)
     assert restored.usage() == ("tokens", 615 - 150 - 92 + 108, 500) == ("tokens", 481, 500)
     assert restored.resident_turns() == 1

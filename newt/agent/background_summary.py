@@ -1,11 +1,14 @@
 """Summaries of folded turns, written after the reply is shown.
 
-A turn that compacts folds the oldest turns at once with the fallback record
-(stored right after the turn), so the user gets the prompt back without
-waiting for the model to write a summary. This task then asks for the summary
-without holding the conversation, and applies and stores it under the
-session's lock, between turns. One task per session: two summaries never run
-for one conversation. Cancelled by /new, /resume and close; the fallback
+A turn that compacts folds the oldest turns at once with the owed record
+(the user's words from them; stored right after the turn), so the user gets
+the prompt back without waiting for the model to write a summary. This task
+then asks for the summary without holding the conversation, and applies and
+stores it under the session's lock, between turns. A turn that starts while
+one fold is owed makes it give way (`preempt`); once more than one is owed the
+turn lets it land first (`settle`), so a steady conversation cannot keep a
+summary from ever being written. One task per session: two summaries never
+run for one conversation. Cancelled by /new, /resume and close; the owed
 record is already durable, and a reopened conversation resumes the summary.
 """
 
@@ -18,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from newt.agent.conversation_log import ConversationLog
-from newt.agent.detached_summary import stop_detached_writer
+from newt.agent.detached_summary import stop_detached_writer, wait_for_detached_writer
 from newt.memory import MemoryProvider
 
 log = logging.getLogger(__name__)
@@ -95,6 +98,33 @@ class BackgroundSummary:
             return True
         done, _ = await asyncio.wait({task}, timeout=timeout)
         return bool(done)
+
+    async def settle(self, timeout: float) -> bool:
+        """Before a turn takes the conversation: when more than one fold's
+        summary is owed (`summary_overdue`), let it land first. Why: each turn
+        preempts a summary still being written, so in a steady conversation on
+        a one-slot server none was ever written (11 of 12 records in a 40-turn
+        local chat). A running summary (ours, or a detached print-mode
+        writer's) is waited for, not asked again; otherwise one is started.
+        Costs the turn what is left of one summary, at most every other fold;
+        one fold owed still gives way. Waits at most `timeout` (then the turn
+        preempts it as usual); never raises. True when nothing is overdue now."""
+        try:
+            if not getattr(self.current(), "summary_overdue", False):
+                return True
+            conv = self.log.conversation
+            if conv is not None and await wait_for_detached_writer(
+                self.log.store.db.path, conv.id, timeout
+            ):
+                async with self.lock, self.writer():  # it stored the summary: take it
+                    if await self.log.changed_elsewhere():
+                        await self.reload()
+            if getattr(self.current(), "summary_overdue", False):
+                self.start()
+                await self.wait(timeout)
+        except Exception:
+            log.debug("settling an overdue summary failed; the turn goes on", exc_info=True)
+        return not getattr(self.current(), "summary_overdue", False)
 
     async def preempt(self) -> None:
         """A turn is about to run: stop a summary still being written (it is

@@ -4,11 +4,13 @@
 into the record, a detached child writes their summary and stores it (see
 `BackgroundSummary`). While it is asking the model it leaves its pid in a
 file beside the database, so the next turn on that conversation can stop it
-first (a one-slot server would make that turn wait for the whole summary).
+first (a one-slot server would make that turn wait for the whole summary),
+or, when the summary is overdue (more than one fold owed), wait for it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -25,6 +27,48 @@ def writer_pid_file(db_path: Path, conversation_id: str) -> Path:
     return db_path.parent / f"summary-{conversation_id}.pid"
 
 
+def _writer_pid(db_path: Path, conversation_id: str) -> int | None:
+    """The pid of a live `newt --finish-summary` for this conversation, else None.
+    Only a process whose command line names --finish-summary and the
+    conversation counts (a stale pid file may name another process); without
+    /proc (not Linux) none is found."""
+    try:
+        pid = int(writer_pid_file(db_path, conversation_id).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if _alive(pid, conversation_id) else None
+
+
+def _alive(pid: int, conversation_id: str) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"--finish-summary" in argv and conversation_id.encode() in argv
+
+
+async def wait_for_detached_writer(
+    db_path: Path, conversation_id: str, timeout: float, poll_s: float = 0.1
+) -> bool:
+    """Wait until a detached writer still asking the model for this
+    conversation's summary has stored it and exited (see
+    `BackgroundSummary.settle`: an overdue summary lands before the next
+    request, and waiting costs only what the writer has left, where stopping
+    it and asking again would cost the whole summary). False when none was
+    running or it outlived `timeout` (it is stopped then)."""
+    pid = _writer_pid(db_path, conversation_id)
+    if pid is None:
+        return False
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while _alive(pid, conversation_id):
+        if loop.time() >= deadline:
+            stop_detached_writer(db_path, conversation_id)
+            return False
+        await asyncio.sleep(poll_s)
+    return True
+
+
 def stop_detached_writer(db_path: Path, conversation_id: str) -> bool:
     """Stop a detached `newt --finish-summary` still writing this conversation's
     summary (see `BackgroundSummary.preempt`: a turn goes first). The fallback
@@ -32,13 +76,8 @@ def stop_detached_writer(db_path: Path, conversation_id: str) -> bool:
     Only a process whose command line names --finish-summary and this
     conversation is signalled (a stale pid file may name another process);
     without /proc (not Linux) nothing is stopped."""
-    path = writer_pid_file(db_path, conversation_id)
-    try:
-        pid = int(path.read_text().strip())
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except (OSError, ValueError):
-        return False
-    if b"--finish-summary" not in argv or conversation_id.encode() not in argv:
+    pid = _writer_pid(db_path, conversation_id)
+    if pid is None:
         return False
     with contextlib.suppress(OSError):
         os.kill(pid, signal.SIGTERM)

@@ -56,6 +56,7 @@ from newt.store.live_log import live_rows
 from newt.store.writer_lock import conversation_writer
 
 log = logging.getLogger(__name__)
+SUMMARY_REPLY_TOKENS = 600  # a summary's reply cap when the provider gives none
 
 
 class ChatSession(ConversationEdits, McpControls, SettingsControls):
@@ -69,12 +70,9 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
         self.recall_parts = RecallParts(store, config, self.base_url, self.model)
         self.recall = self.recall_parts.engine
         self.last_retention: RetentionReport | None = None
-        self.last_focused = False  # the last turn was asked with its evidence alone
         self.capabilities = CapabilityTracker(store.capabilities, config, self.base_url, self.model)
         self.log = ConversationLog(store, model=self.model, base_url=self.base_url)
-        self.evidence = EvidenceSource(
-            self.recall, store.notes, config, lambda: self.capabilities.ceiling_and_reserve()[0]
-        )
+        self.evidence = EvidenceSource(self.recall, store.notes, config, self._request_room)
         self.provider: MemoryProvider = self._make_provider()
         self.lock = asyncio.Lock()
         self.summaries = BackgroundSummary(
@@ -167,6 +165,11 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
         if self._probing is not None:
             await asyncio.shield(self._probing)
 
+    def _request_room(self) -> int:
+        """Tokens a request may hold besides the reply reserve."""
+        ceiling, reserve = self.capabilities.ceiling_and_reserve()
+        return ceiling - reserve
+
     def _make_provider(self) -> MemoryProvider:
         return session_provider(self.config, self.budget, self.notes, self._summarize)
 
@@ -217,7 +220,7 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
             self.provider.reset()
             self.log.clear()
             self._settings_for_new()
-            self.last_retention, self.last_focused = None, False
+            self.last_retention = None
             self.mcp.reset_conversation()
 
     async def resume(self, id_or_prefix: str) -> Conversation:
@@ -244,7 +247,7 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
         self.provider.restore_turns(conversation_turns_from_log(stored))
         await self._settings_for_loaded(conv, live_rows(stored))  # before any figure is read
         self.log.track_resident(stored, self.provider.resident_turns())
-        self.last_retention, self.last_focused = None, False
+        self.last_retention = None
         self.mcp.reset_conversation()
         # a restore that had to fold (a crash between a turn and its record)
         await self.log.persist_compaction(self.provider, "restore")
@@ -300,7 +303,6 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
             self.notes,
             self.last_retention,
             self.log.tally,
-            focused=self.last_focused,
         )
         if self.supports_tools is not False:
             add_tool_costs(status, self.mcp.schemas(), self.estimate_tokens)
@@ -336,8 +338,12 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
             return await self.log.persist_compaction(self.provider, "manual")
 
     async def _summarize(self, messages: list[MemMessage]) -> str:
+        """Ask for a summary no longer than the record can hold: a longer one
+        is cut anyway, and on a one-slot server every token of it is a wait."""
+        cap = getattr(self.provider, "summary_reply_tokens", SUMMARY_REPLY_TOKENS)
         result = await self.client.complete(
-            [{"role": m.role, "content": m.content} for m in messages], max_tokens=600
+            [{"role": m.role, "content": m.content} for m in messages],
+            max_tokens=min(SUMMARY_REPLY_TOKENS, int(cap)),
         )
         return result.text.strip()
 
@@ -380,6 +386,9 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
         if not text.strip() and not replace_last:
             raise SessionError("the message is empty")
         await self.probed()  # the turn is budgeted for what the backend said
+        # More than one fold's summary owed: it lands before this request
+        # (BackgroundSummary.settle); otherwise preempt() below makes it wait.
+        await self.summaries.settle(self.config.backend.timeout_s)
         async with self.lock:
             waited: list[int | None] = []
             async with self._writer(waited.append):
@@ -397,13 +406,11 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
                         async for event in events:
                             if isinstance(event, ev.RetainedEvidence):
                                 self.last_retention = event.report
-                                self.last_focused = event.focused
                             elif isinstance(event, ev.TurnStarted):
                                 await self._save_new_settings()  # the conversation exists now
                             yield event
                 finally:
                     self.last_retention = runner.last_retention
-                    self.last_focused = runner.focused
                     self._end_replacement()
         self.summaries.start()
         self.recall_parts.stored()  # the turn (and any record) can be embedded now

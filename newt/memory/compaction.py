@@ -1,4 +1,4 @@
-"""Compaction records: their exact text, the summarizer's input, the fallback.
+"""Compaction records: their exact text, the summarizer's input, the owed part.
 
 A record is one user-role message at the head of the working set:
 
@@ -8,12 +8,24 @@ A record is one user-role message at the head of the working set:
 Repeated compactions update one summary (the summarizer sees the previous
 summary plus the newly removed turns) instead of stacking records.
 
-Fallback body, used when no summarizer is set, it raises, or it returns
-nothing: `Summary generation was unavailable. N message(s) were removed.`
-N counts chat messages: two per removed turn (user + reply), one when the
-reply is empty. When the previous record already ends with a fallback line
-its count is carried over (cumulative), and a real previous summary is kept
-above the line, so a failed summary never throws away an earlier one.
+Turns folded before their summary is written are *owed*: the body then ends
+with the owed part, a count line and what the user said in those turns, in
+their own words, each message shortened so the whole body stays within the
+record's cap (`owed_body`):
+
+    <earlier model-written summary, if any>
+
+    No summary written yet: N message(s) were removed in K step(s). What the user said in them:
+    - <the user's first removed message, shortened>
+    - ...
+
+N counts chat messages (two per removed turn, one when the reply is empty),
+K the folds since the last summary landed (the session writes the summary
+before the next request once more than one fold is owed). Why the words: a
+record that only counted what was removed gave a later question nothing to
+use until the summary landed. Records written before this part existed end
+with `Summary generation was unavailable. N message(s) were removed.`; they
+still parse (as one step).
 """
 
 from __future__ import annotations
@@ -31,10 +43,17 @@ RECORD_EXPLANATION = (
     "instruction: do not reply to it or act on anything it says; use it only as "
     "background for the messages that follow."
 )
-_FALLBACK = "Summary generation was unavailable. {n} message(s) were removed."
-_FALLBACK_RE = re.compile(
+_OWED_LINE = "No summary written yet: {n} message(s) were removed in {k} step(s)."
+_WORDS_INTRO = " What the user said in them:"
+_OWED_RE = re.compile(
+    r"^No summary written yet: (\d+) message\(s\) were removed in (\d+) step\(s\)\.", re.M
+)
+_OLD_FALLBACK_RE = re.compile(
     r"Summary generation was unavailable\. (\d+) message\(s\) were removed\.$"
 )
+_WORDS_LEFT_OUT = "- (earlier messages left out)"
+# A shortened message keeps at least this many estimated tokens: fewer say nothing.
+_MIN_WORDS_TOKENS = 12
 _HEAD = COMPACTION_MARKER + "\n" + RECORD_EXPLANATION + "\n\n"
 _TAIL = "\n" + COMPACTION_END
 OMITTED_NOTE = "[Older removed content was left out to fit the summarizer's window.]"
@@ -74,33 +93,99 @@ def message_count(turns: Sequence[Turn]) -> int:
     return sum(2 if assistant else 1 for _, assistant in turns)
 
 
-def fallback_summary(previous: str | None, removed_messages: int) -> str:
-    """The fallback body, carrying over a previous summary and its count."""
-    kept = (previous or "").strip()
-    earlier = 0
-    m = _FALLBACK_RE.search(kept)
+def _owed_match(body: str) -> tuple[int, int, int] | None:
+    """(start of the owed part, messages, steps) in a record's body, if any."""
+    m = _OWED_RE.search(body)
     if m:
-        earlier = int(m.group(1))
-        kept = kept[: m.start()].rstrip()
-    line = _FALLBACK.format(n=earlier + removed_messages)
-    return f"{kept}\n\n{line}" if kept else line
+        return m.start(), int(m.group(1)), int(m.group(2))
+    old = _OLD_FALLBACK_RE.search(body)
+    if old:
+        return old.start(), int(old.group(1)), 1
+    return None
 
 
 def unsummarized_messages(record: str) -> int:
-    """Messages a record's fallback line says were removed without a summary."""
-    m = _FALLBACK_RE.search(record_summary(record))
-    return int(m.group(1)) if m else 0
+    """Messages a record's owed part says were removed without a summary."""
+    m = _owed_match(record_summary(record))
+    return m[1] if m else 0
+
+
+def owed_folds(record: str) -> int:
+    """Folds since the record's summary last landed (0: nothing owed)."""
+    m = _owed_match(record_summary(record))
+    return m[2] if m and m[1] else 0
 
 
 def base_summary(record: str | None) -> str | None:
-    """The real summary in a record, without any fallback line (None: none yet)."""
+    """The model-written summary in a record, without the owed part (None: none yet)."""
     if record is None:
         return None
     body = record_summary(record)
-    m = _FALLBACK_RE.search(body)
+    m = _owed_match(body)
     if m:
-        body = body[: m.start()].rstrip()
+        body = body[: m[0]].rstrip()
     return body or None
+
+
+def owed_body(
+    summary: str | None,
+    owed: Sequence[Turn],
+    folds: int,
+    *,
+    cap: int,
+    est: Estimator,
+) -> str:
+    """A record body for `owed` turns folded in `folds` steps since `summary`
+    (the last model-written one, or None) landed: the summary, then the count
+    line and the user's own messages, oldest first, within `cap` estimated tokens.
+
+    Every message gets an equal share of the room (a short one gives what it
+    does not need to the others) and is cut at a word boundary; when even
+    the minimum share does not fit them all, the oldest are left out (a line
+    says so), and when not one fits the count line stands alone. The summary
+    keeps at least half the room when it and the words do not both fit (cut
+    at its end, as `cap_summary` cuts). The count line is always there, so
+    the owed turns are known again after a reopen."""
+    summary = (summary or "").strip()
+    messages = message_count(owed)
+    if not messages:
+        return summary
+    sep = est.tokens_for("\n\n")
+    words = [" ".join(user.split()) for user, _ in owed if user.strip()]
+    line = _OWED_LINE.format(n=messages, k=max(1, folds))
+    room = cap - est.tokens_for(line + _WORDS_INTRO)
+    wanted = sum(est.tokens_for(f"- {w}") + 1 for w in words)
+    if summary:
+        room -= sep
+        keep = max(room - wanted, room // 2)
+        summary = cap_summary(summary, keep, est) if est.tokens_for(summary) > keep else summary
+        room -= est.tokens_for(summary)
+    quoted = shortened_words(words, room, est)
+    owed_part = "\n".join([line + _WORDS_INTRO, *quoted]) if quoted else line
+    return f"{summary}\n\n{owed_part}" if summary else owed_part
+
+
+def shortened_words(words: Sequence[str], room: int, est: Estimator) -> list[str]:
+    """`words` as "- " lines within `room` estimated tokens (see `owed_body`)."""
+    per_line = est.tokens_for("- ") + 1  # the bullet and the newline
+    floor = _MIN_WORDS_TOKENS + per_line
+    fit = min(len(words), max(0, room) // floor)
+    if fit < len(words):
+        room -= est.tokens_for(_WORDS_LEFT_OUT) + 1
+        fit = min(fit, max(0, room) // floor)
+    if not fit:
+        return []  # not even one: the count line alone
+    kept = list(words[len(words) - fit :])
+    shares = [0] * len(kept)
+    left = room - per_line * len(kept)
+    # equal shares, smallest first: what a short message leaves goes to the rest
+    for rank, i in enumerate(sorted(range(len(kept)), key=lambda i: est.tokens_for(kept[i]))):
+        share = left // (len(kept) - rank)
+        shares[i] = min(est.tokens_for(kept[i]), share)
+        left -= shares[i]
+    lines = [_WORDS_LEFT_OUT] if fit < len(words) else []
+    lines += [f"- {cap_summary(w, share, est)}" for w, share in zip(kept, shares, strict=True)]
+    return lines
 
 
 def render_turn(user: str, assistant: str) -> str:

@@ -22,10 +22,9 @@ from newt.memory.compaction import (
     RECORD_SHARE,
     SUMMARIZER_INPUT_SHARE,
     base_summary,
-    fallback_summary,
     format_record,
-    message_count,
-    record_summary,
+    owed_body,
+    owed_folds,
     write_summary,
 )
 from newt.memory.provider import BaseProvider
@@ -50,6 +49,7 @@ class PendingSummary:
     basis: tuple[str | None, tuple[tuple[str, str], ...]]
     turns: int
     summary: str
+    folds: int = 1  # folds owed when it was written: later ones stay owed after it
 
 
 _Turn = WorkingTurn
@@ -75,7 +75,9 @@ class TokenBudget(BudgetSettings, BaseProvider):
         self._pending: str | None = None
         self._compactions = 0
         self._total_turns = 0
-        self._unsummarized: list[_Turn] = []  # folded; the record's fallback line counts them
+        self._unsummarized: list[_Turn] = []  # folded; the record's owed part counts them
+        self._owed_folds = 0  # fold steps since the last summary landed
+        self._guard_folded = False  # this turn's pre-send guard folded (one step with its prune)
         self._focus: str | None = None
         self.estimator.new_conversation()
 
@@ -176,6 +178,7 @@ class TokenBudget(BudgetSettings, BaseProvider):
         else:
             self._delta += self._est(turn)
         await self._prune(limit=self.budget, keep=1)
+        self._guard_folded = False
 
     async def compact(self, focus: str | None = None) -> bool:
         """`/compact [focus]`: fold every turn but the newest into the record.
@@ -199,7 +202,8 @@ class TokenBudget(BudgetSettings, BaseProvider):
         after the turn it precedes in the working set.
         """
         ceiling = self.budget if limit is None else limit
-        await self._prune(limit=ceiling, keep=0, required=required_tokens)
+        if await self._prune(limit=ceiling, keep=0, required=required_tokens):
+            self._guard_folded = True
         return self.used + required_tokens <= ceiling
 
     # -- pruning -----------------------------------------------------------
@@ -210,9 +214,9 @@ class TokenBudget(BudgetSettings, BaseProvider):
         if not force and used + required <= limit:
             return 0
         if self._record is None:
-            # The first fold adds a record: plan with at least the fallback
-            # one's size so one round usually suffices.
-            used += self._tokens(format_record(fallback_summary(None, 2)))
+            # The first fold adds a record: plan with at least the size of
+            # one owing a turn, so one round usually suffices.
+            used += self._tokens(format_record(self._owed_body(None, [_Turn("", "-")], 1)))
         n = 0
         while len(self._turns) - n > keep and (force or used + required > limit):
             used -= self._est(self._turns[n])
@@ -239,25 +243,45 @@ class TokenBudget(BudgetSettings, BaseProvider):
         return folded
 
     def _fold_until(self, *, limit: int, keep: int, required: int = 0, force: bool = False) -> bool:
-        """Fold with the fallback body: synchronous, so nothing can interleave
-        between planning a fold and applying it. Repeats when the new record
-        itself pushed `used` back over (it is capped, so this ends)."""
+        """Fold with the owed body (the user's words, no model call): synchronous,
+        so nothing can interleave between planning a fold and applying it.
+        Repeats when the new record itself pushed `used` back over (it is
+        capped, so this ends). One turn's folds (its pre-send guard's and
+        its own) are one step of the record's count."""
         folded = False
         while n := self._oldest_to_remove(limit=limit, keep=keep, required=required, force=force):
-            removed = self._turns[:n]
-            self._unsummarized.extend(removed)
-            previous = record_summary(self._record) if self._record is not None else None
-            count = message_count([(t.user, t.assistant) for t in removed])
-            self._apply(n, fallback_summary(previous, count))
+            self._unsummarized.extend(self._turns[:n])
+            if not folded and not self._guard_folded:
+                self._owed_folds += 1
+            summary = base_summary(self._record)
+            self._apply(n, self._owed_body(summary, self._unsummarized, self._owed_folds))
             folded, force = True, False
         return folded
+
+    def _owed_body(self, summary: str | None, owed: Sequence[_Turn], folds: int) -> str:
+        pairs = [(t.user, t.assistant) for t in owed]
+        return owed_body(
+            summary, pairs, folds, cap=self._record_cap(), est=self.estimator.content()
+        )
 
     # -- summaries -----------------------------------------------------------
 
     @property
     def summary_pending(self) -> bool:
-        """Folded turns wait for a summary (the record carries the fallback line)."""
+        """Folded turns wait for a summary (the record carries the owed part)."""
         return bool(self._unsummarized) and self.summarizer is not None
+
+    @property
+    def summary_overdue(self) -> bool:
+        """More than one fold waits for its summary: the session writes it
+        before the next request rather than let a steady conversation keep
+        preempting it (see BackgroundSummary.settle)."""
+        return self.summary_pending and self._owed_folds > 1
+
+    @property
+    def summary_reply_tokens(self) -> int:
+        """The most a summary can use: the record's cap (anything longer is cut)."""
+        return self._record_cap()
 
     async def summarize_pending(self) -> PendingSummary | None:
         """Write the summary of the folded, unsummarized turns. Mutates nothing:
@@ -267,10 +291,11 @@ class TokenBudget(BudgetSettings, BaseProvider):
             return None
         batch = list(self._unsummarized)
         basis = self._summary_basis(len(batch))
+        folds = self._owed_folds
         summary = await self._summarize(batch, basis[0], self._focus)
         if summary is None:
             return None
-        return PendingSummary(basis, len(batch), summary)
+        return PendingSummary(basis, len(batch), summary, folds)
 
     def _summary_basis(self, turns: int) -> tuple[str | None, tuple[tuple[str, str], ...]]:
         folded = tuple((t.user, t.assistant) for t in self._unsummarized[:turns])
@@ -286,8 +311,10 @@ class TokenBudget(BudgetSettings, BaseProvider):
             return False
         del self._unsummarized[: result.turns]
         self._focus = None
-        rest = message_count([(t.user, t.assistant) for t in self._unsummarized])
-        body = fallback_summary(result.summary, rest) if rest else result.summary
+        # folds made while it was written stay owed (at least one if turns are)
+        left = self._owed_folds - result.folds
+        self._owed_folds = max(left, 1) if self._unsummarized else 0
+        body = self._owed_body(result.summary, self._unsummarized, self._owed_folds)
         self._replace_record(format_record(body))
         self._fold_until(limit=self.budget, keep=1)
         return True
@@ -339,9 +366,10 @@ class TokenBudget(BudgetSettings, BaseProvider):
 
         Synchronous, so it never calls the summarizer: when the log needs
         pruning (a crash between a turn and its record), the oldest turns are
-        folded into the record with the fallback line and the record is left
+        folded into the record with the owed part and the record is left
         pending, so the caller's next take_compaction_record() persists it.
-        Folded turns the record's fallback line counts await a summary again.
+        Folded turns the record's owed part counts await a summary again, in
+        as many fold steps as it says.
         """
         self.reset()
         plan = plan_restore(turns, self.estimator)
@@ -349,4 +377,5 @@ class TokenBudget(BudgetSettings, BaseProvider):
         self._anchor, self._delta = plan.anchor, plan.delta
         self._total_turns, self._compactions = plan.total_turns, plan.compactions
         self._unsummarized = plan.unsummarized
+        self._owed_folds = owed_folds(self._record) if self._record and self._unsummarized else 0
         self._fold_until(limit=self.budget, keep=1)
