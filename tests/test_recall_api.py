@@ -39,6 +39,9 @@ def test_dataclass_fields_match_the_design() -> None:
         ("access_count", missing),
         ("age_hours", missing),
         ("retrieval_score", 0.0),
+        ("role", ""),
+        ("said_at", 0.0),
+        ("kind", "turn"),
     ]
     capsule = _fields(newt.recall.EvidenceCapsule)
     assert [n for n, _ in capsule[:5]] == [
@@ -49,6 +52,11 @@ def test_dataclass_fields_match_the_design() -> None:
         "recoverability",
     ]
     assert all(default is not missing for _, default in capsule[5:])  # new fields: defaults
+    # who said it and when travel with the capsule (the prompt shows both)
+    assert {"role", "said_at", "kind"} <= {n for n, _ in capsule}
+    assert "speaker" not in {n for n, _ in capsule}
+    record = {n: d for n, d in _fields(MemoryRecord)}
+    assert (record["role"], record["said_at"], record["turn_id"]) == (None, 0.0, None)
     assert [n for n, _ in _fields(newt.recall.RetentionReport)] == [
         "budget_tokens",
         "retained_tokens",

@@ -1,4 +1,4 @@
-"""Every packing rule of DESIGN.md section 5, pinned with small hand-made candidates."""
+"""Every packing rule of newt/recall/retention.py, pinned with small hand-made candidates."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from newt.config import RecallConfig
 from newt.recall import (
     DEFAULT_EXCERPT_TOKENS,
     RetentionCandidate,
@@ -14,6 +15,9 @@ from newt.recall import (
     recoverability,
     retain_within_budget,
 )
+from newt.recall.excerpt import select_excerpt
+from newt.recall.fts_query import query_terms
+from newt.recall.retention import MIN_EXCERPT_TOKENS
 
 
 def cand(
@@ -25,7 +29,8 @@ def cand(
 
 
 def test_default_excerpt_tokens() -> None:
-    assert DEFAULT_EXCERPT_TOKENS == 64
+    # the design's default, and the config's: a record up to 120 tokens goes whole
+    assert DEFAULT_EXCERPT_TOKENS == RecallConfig().excerpt_tokens == 120
 
 
 @pytest.mark.parametrize(
@@ -45,19 +50,41 @@ def test_recoverability_formula() -> None:
     assert recoverability(math.inf, 3) == 0.0
 
 
-def test_ordering_is_recoverability_then_score_then_input_order() -> None:
+def test_ordering_is_score_then_input_order() -> None:
+    # Packing goes by how well a record matches (retrieval_score), best first;
+    # recency and hits (recoverability) play no part in the order.
     candidates = [
-        cand("t1", age=500),  # oldest: last
-        cand("t2", score=1.0),  # tie on recoverability with t3, t4; lower score
-        cand("t3", score=5.0),  # same recoverability, best score: first of the tie
-        cand("t4", score=1.0),  # same as t2: input order keeps t2 first
-        cand("t5", hits=9),  # most hits: first overall
+        cand("t1", score=0.5, hits=9),  # most hits, worst score: last
+        cand("t2", score=1.0, age=500),  # ties with t4: input order keeps t2 first
+        cand("t3", score=5.0, age=900),  # oldest, best score: first
+        cand("t4", score=1.0),
+        cand("t5", score=math.nan, hits=50),  # NaN ranks last, after every number
+        cand("t6", score=2.0),
     ]
     report = retain_within_budget(candidates, 10_000)
-    assert [c.id for c in report.capsules] == ["t5", "t3", "t2", "t4", "t1"]
-    recs = [c.recoverability for c in report.capsules]
-    assert recs == sorted(recs, reverse=True)
-    assert report.capsules[0].recoverability == pytest.approx(recoverability(0, 9))
+    assert [c.id for c in report.capsules] == ["t3", "t6", "t2", "t4", "t1", "t5"]
+    assert report.capsules[0].retrieval_score == 5.0
+    assert report.capsules[-1].retrieval_score == -math.inf
+    # recoverability is still reported per capsule (the sidebar shows it)
+    assert report.capsules[4].recoverability == pytest.approx(recoverability(0, 9))
+
+
+def test_capsule_keeps_who_said_it_when() -> None:
+    said = RetentionCandidate(
+        id="r7",
+        content="Your dentist is on Friday.",
+        access_count=0,
+        age_hours=0,
+        retrieval_score=1.0,
+        role="assistant",
+        said_at=1_683_540_000.0,
+        kind="turn",
+    )
+    note = RetentionCandidate("n3", "Dentist: Dr Ruiz", 0, 0, 0.5, kind="note")
+    report = retain_within_budget([said, note], 1000)
+    reply, saved = report.capsules
+    assert (reply.role, reply.said_at, reply.kind) == ("assistant", 1_683_540_000.0, "turn")
+    assert (saved.role, saved.kind) == ("", "note")
 
 
 def test_capsule_cost_counts_excerpt_and_key() -> None:
@@ -69,57 +96,82 @@ def test_capsule_cost_counts_excerpt_and_key() -> None:
     assert report.retained_tokens == 4
 
 
-def test_excerpt_cap_is_excerpt_tokens_times_four() -> None:
-    report = retain_within_budget([cand("t1", "y" * 1000)], 10_000, excerpt_tokens=10)
+def test_a_record_up_to_excerpt_tokens_goes_whole() -> None:
+    whole = "y" * (10 * 4)  # exactly 10 tokens
+    report = retain_within_budget([cand("t1", whole)], 10_000, excerpt_tokens=10)
+    assert report.capsules[0].excerpt == whole
+    longer = "y" * (10 * 4 + 1)  # 11 tokens: cut to the cap
+    report = retain_within_budget([cand("t1", longer)], 10_000, excerpt_tokens=10)
     assert report.capsules[0].excerpt == "y" * 40
     assert report.capsules[0].tokens == 10 + 1
 
 
-def test_excerpt_cap_shrinks_to_what_remains() -> None:
-    # 30 tokens left, key "t1" costs 1: excerpt at most min(29, 64) * 4 = 116 chars.
-    report = retain_within_budget([cand("t1", "z" * 1000)], 30)
-    assert report.capsules[0].excerpt == "z" * 116
-    assert report.retained_tokens == 30
+def test_default_cap_keeps_a_message_of_excerpt_tokens_whole() -> None:
+    message = "m" * (DEFAULT_EXCERPT_TOKENS * 4)
+    report = retain_within_budget([cand("t1", message)], 10_000)
+    assert report.capsules[0].excerpt == message
+    report = retain_within_budget([cand("t1", message + "m")], 10_000)
+    assert report.capsules[0].excerpt == message  # the head, at the cap
+
+
+def test_a_capsule_that_does_not_fit_is_skipped_and_packing_goes_on() -> None:
+    # The best match costs 100 + 1 tokens and 50 remain: it is skipped, not cut
+    # down to what remains; the shorter ones after it are packed.
+    big = cand("t1", "b" * 400, score=3.0)
+    small = cand("t2", "a" * 40, score=2.0)  # 10 + 1 tokens
+    smaller = cand("t3", "c" * 8, score=1.0)  # 2 + 1 tokens
+    report = retain_within_budget([small, big, smaller], 50)
+    assert [c.id for c in report.capsules] == ["t2", "t3"]
+    assert report.capsules[0].excerpt == "a" * 40
+    assert report.retained_tokens == 14
+    assert report.dropped == 1
 
 
 def test_stop_rule_exact_boundary() -> None:
-    # key "t1" costs 1 token: packing needs key + 16 = 17 tokens remaining.
-    assert len(retain_within_budget([cand("t1")], 17).capsules) == 1
-    assert retain_within_budget([cand("t1")], 17).retained_tokens == 17
-    assert retain_within_budget([cand("t1")], 16).capsules == []
-    # A longer key needs more: "key-12345" is 3 tokens, so 19 remaining is required.
-    assert retain_within_budget([cand("key-12345")], 19).capsules != []
-    assert retain_within_budget([cand("key-12345")], 18).capsules == []
+    # key "t1" costs 1 token: packing needs key + MIN_EXCERPT_TOKENS remaining,
+    # even for a capsule that would cost less.
+    need = 1 + MIN_EXCERPT_TOKENS
+    exact = cand("t1", "a" * (MIN_EXCERPT_TOKENS * 4))  # costs exactly `need`
+    assert [c.id for c in retain_within_budget([exact], need).capsules] == ["t1"]
+    assert retain_within_budget([exact], need).retained_tokens == need
+    tiny = cand("t1", "a")  # costs 2 tokens, but packing has stopped
+    assert retain_within_budget([tiny], need - 1).capsules == []
+    assert retain_within_budget([tiny], need).capsules != []
+    # A longer key needs more: "key-12345" is 3 tokens.
+    assert retain_within_budget([cand("key-12345", "a")], 3 + MIN_EXCERPT_TOKENS).capsules != []
+    assert retain_within_budget([cand("key-12345", "a")], 2 + MIN_EXCERPT_TOKENS).capsules == []
 
 
 def test_stop_rule_stops_rather_than_skips() -> None:
-    first = cand("t1", "a" * 44, hits=5)  # 11 + 1 = 12 tokens, leaves 17 of 29
-    second = cand("a-much-longer-key", hits=3)  # 5-token key needs 21: packing stops here
-    third = cand("t3", hits=0)  # would fit (needs 17), but packing has stopped
-    report = retain_within_budget([third, second, first], 29)
+    first = cand("t1", "a" * 44, score=3.0)  # 11 + 1 = 12 tokens, leaves 17 of 29
+    second = cand("a-much-longer-key", "b", score=2.0)  # 5-token key needs 21: packing stops
+    third = cand("t3", "c" * 8, score=1.0)  # would fit (3 tokens, needs 17), but stopped
+    report = retain_within_budget([third, second, first], 12 + 1 + MIN_EXCERPT_TOKENS)
     assert [c.id for c in report.capsules] == ["t1"]
     assert report.dropped == 2
     assert report.candidates_examined == 3
 
 
 def test_second_capsule_exactly_at_the_boundary() -> None:
-    first = cand("t1", "a" * 48, hits=1)  # 12 + 1 = 13 tokens
-    second = cand("t2", "b" * 400)
+    first = cand("t1", "a" * 48, score=2.0)  # 12 + 1 = 13 tokens
+    second = cand("t2", "b" * (MIN_EXCERPT_TOKENS * 4), score=1.0)  # 16 + 1 = 17 tokens
     report = retain_within_budget([first, second], 13 + 17)
     assert [c.id for c in report.capsules] == ["t1", "t2"]
-    assert report.capsules[1].excerpt == "b" * 64  # min(17 - 1, 64) * 4
+    assert report.capsules[1].excerpt == "b" * (MIN_EXCERPT_TOKENS * 4)  # whole
     assert report.retained_tokens == 30
     assert [c.id for c in retain_within_budget([first, second], 13 + 16).capsules] == ["t1"]
 
 
 def test_budget_exhaustion_with_many_candidates() -> None:
     candidates = [cand(f"t{i}", "w" * 1000) for i in range(1, 11)]
-    report = retain_within_budget(candidates, 200)
-    # Each full capsule costs 64 + 1 = 65: three fit (195), then 5 remain < 17.
-    assert [c.tokens for c in report.capsules] == [65, 65, 65]
-    assert report.retained_tokens == 195
+    full = DEFAULT_EXCERPT_TOKENS + 1  # a cut record plus its 1-token key
+    report = retain_within_budget(candidates, 3 * full + MIN_EXCERPT_TOKENS + 5)
+    # Three fit; the rest each cost `full` and are skipped (enough remains to try).
+    assert [c.tokens for c in report.capsules] == [full] * 3
+    assert [c.id for c in report.capsules] == ["t1", "t2", "t3"]
+    assert report.retained_tokens == 3 * full
     assert report.dropped == 7
-    assert report.budget_tokens == 200
+    assert report.budget_tokens == 3 * full + MIN_EXCERPT_TOKENS + 5
 
 
 def test_zero_and_negative_budget() -> None:
@@ -137,8 +189,13 @@ def test_empty_input() -> None:
 
 
 def test_empty_content_and_zero_excerpt_tokens() -> None:
-    report = retain_within_budget([cand("t1", ""), cand("t2", "abc")], 100, excerpt_tokens=0)
-    assert [(c.excerpt, c.tokens) for c in report.capsules] == [("", 1), ("", 1)]
+    # A capsule with no text is a key with no evidence: never packed.
+    blank = [cand("t1", ""), cand("t2", "  \n "), cand("t3", "abc")]
+    report = retain_within_budget(blank, 100)
+    assert [(c.id, c.excerpt) for c in report.capsules] == [("t3", "abc")]
+    assert report.dropped == 2
+    nothing = retain_within_budget(blank, 100, excerpt_tokens=0)
+    assert (nothing.capsules, nothing.retained_tokens, nothing.dropped) == ([], 0, 3)
 
 
 def test_input_is_never_mutated() -> None:
@@ -158,11 +215,12 @@ FACT = "The access code for the Vellmar depot is 4471-KQ."
 def test_query_picks_the_matching_stretch_not_the_head() -> None:
     content = FILLER * 3 + FACT + " " + FILLER * 3
     candidates = [cand("t1", content)]
-    head = retain_within_budget(candidates, 1000)
+    head = retain_within_budget(candidates, 1000, excerpt_tokens=64)
     assert head.capsules[0].excerpt == content[: 64 * 4]
     assert FACT not in head.capsules[0].excerpt
 
-    aware = retain_within_budget(candidates, 1000, query="What code opens the Vellmar depot?")
+    query = "What code opens the Vellmar depot?"
+    aware = retain_within_budget(candidates, 1000, excerpt_tokens=64, query=query)
     excerpt = aware.capsules[0].excerpt
     assert FACT in excerpt
     assert excerpt.startswith(FACT)  # the window opens at the fact's sentence
@@ -180,8 +238,9 @@ def test_query_window_prefers_a_whole_statement() -> None:
 
 def test_query_without_matches_falls_back_to_the_head() -> None:
     content = FILLER * 5
+    assert est_tokens(content) > DEFAULT_EXCERPT_TOKENS  # long enough to be cut
     report = retain_within_budget([cand("t1", content)], 1000, query="zebra xylophone")
-    assert report.capsules[0].excerpt == content[:256]
+    assert report.capsules[0].excerpt == content[: DEFAULT_EXCERPT_TOKENS * 4]
 
 
 def test_query_matching_is_case_and_accent_insensitive() -> None:
@@ -224,6 +283,7 @@ def test_random_inputs_keep_every_invariant() -> None:
         budget = rng.randint(-5, 600)
         excerpt_tokens = rng.randint(0, 100)
         query = rng.choice([None, "", "alpha gamma", "DELTA 42", "🙂 k 9", "zzz"])
+        terms = frozenset(query_terms(query)) if query else frozenset()
         before = copy.deepcopy(candidates)
         report = retain_within_budget(candidates, budget, excerpt_tokens, query=query)
 
@@ -232,16 +292,27 @@ def test_random_inputs_keep_every_invariant() -> None:
         assert report.retained_tokens == sum(c.tokens for c in report.capsules)
         assert report.dropped == len(candidates) - len(report.capsules)
         assert report.candidates_examined == len(candidates)
-        by_id = {c.id: c for c in candidates}
+        # Replay the rules over the candidates best score first: each is packed
+        # exactly when it fits, until less than key + MIN_EXCERPT_TOKENS remains.
+        packed = iter(report.capsules)
         remaining = max(budget, 0)
-        for capsule in report.capsules:
-            source = by_id[capsule.id]
-            key_tokens = est_tokens(capsule.retrieval_key)
-            assert capsule.retrieval_key == source.id
-            assert capsule.excerpt in source.content
-            assert remaining >= key_tokens + 16
-            assert len(capsule.excerpt) <= min(remaining - key_tokens, excerpt_tokens) * 4
-            assert capsule.tokens == est_tokens(capsule.excerpt) + key_tokens
-            remaining -= capsule.tokens
-        recs = [c.recoverability for c in report.capsules]
-        assert recs == sorted(recs, reverse=True)
+        for source in sorted(candidates, key=lambda c: -c.retrieval_score):
+            key_tokens = est_tokens(source.id)
+            if remaining < key_tokens + MIN_EXCERPT_TOKENS:
+                break
+            if len(source.content) <= excerpt_tokens * 4:
+                excerpt = source.content  # whole
+            else:
+                excerpt = select_excerpt(source.content, excerpt_tokens * 4, terms)
+            tokens = est_tokens(excerpt) + key_tokens
+            if not excerpt.strip() or tokens > remaining:
+                continue  # skipped; packing goes on
+            capsule = next(packed)
+            assert capsule.retrieval_key == capsule.id == source.id
+            assert capsule.excerpt == excerpt and excerpt in source.content
+            assert len(capsule.excerpt) <= excerpt_tokens * 4
+            assert capsule.tokens == tokens
+            remaining -= tokens
+        assert next(packed, None) is None  # nothing packed beyond the rules
+        scores = [c.retrieval_score for c in report.capsules]
+        assert scores == sorted(scores, reverse=True)
