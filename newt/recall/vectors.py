@@ -21,8 +21,15 @@ from __future__ import annotations
 import array
 import asyncio
 import math
+import os
 import sys
 from collections.abc import Collection, Sequence
+
+# One BLAS thread for newt's numpy work (this search, recall/minilm.py): its
+# matrices are small, and OpenBLAS's spinning threads slow everything down when a
+# local chat model holds the cores. Set before numpy loads; a value set by the
+# user wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 from numpy.typing import NDArray
