@@ -70,7 +70,9 @@ def capsule_text(capsule: EvidenceCapsule, now: float | None = None) -> str:
     now = time.time() if now is None else now
     who = _WHO.get(capsule.role) or _KIND.get(capsule.kind, "recorded")
     text = capsule.excerpt.strip()
-    return f"{when(capsule.said_at, now).capitalize()}, {who}: {text}"
+    day = when(capsule.said_at, now)
+    # upper-case the first letter only: str.capitalize() would lower "Monday" and "May"
+    return f"{day[:1].upper()}{day[1:]}, {who}: {text}"
 
 
 def evidence_block(
