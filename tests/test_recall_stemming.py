@@ -25,6 +25,11 @@ async def _add_turn(store: Store, user: str, assistant: str = "Noted.") -> str:
     return f"t{turn_id}"
 
 
+def _reply(key: str) -> str:
+    """The reply's key of the turn whose user message is `key`."""
+    return "r" + key[1:]
+
+
 def test_fold_agrees_with_unicode61_not_with_casefold() -> None:
     # casefold + NFKD would give "hauptstrasse" and "file"; the index keeps both letters.
     assert fold("Hauptstraße") == "hauptstraße"
@@ -64,7 +69,8 @@ async def test_fresh_database_finds_folded_and_stemmed_words(
     async with await Store.open(tmp_path / "newt.db") as store:
         key = await _add_turn(store, stored)
         await _add_turn(store, "Something else entirely about gardens.")
-        assert await _keys(RecallEngine(store), query) == [key]
+        # the user's message, and its reply beside it
+        assert await _keys(RecallEngine(store), query) == [key, _reply(key)]
 
 
 async def test_fresh_index_uses_the_tokenizer_recall_folds_with(tmp_path: Path) -> None:
@@ -97,7 +103,7 @@ async def test_upgrade_rebuilds_the_index_with_stems(tmp_path: Path) -> None:
         assert await _keys(engine, "Hauptstraße") == ["c900"]
         # New records go through the triggers into the rebuilt index, consistently.
         key = await _add_turn(store, "Remember the coding dojo on Friday.")
-        assert set(await _keys(engine, "codes")) == {"c900", key}
+        assert set(await _keys(engine, "codes")) == {"c900", key, _reply(key)}
         await store.db.conn.execute("INSERT INTO memory_fts(memory_fts) VALUES('integrity-check')")
         await store.records.delete(key)
         assert await _keys(engine, "codes") == ["c900"]

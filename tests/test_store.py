@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 
 import pytest
@@ -129,8 +130,18 @@ async def test_turn_lifecycle_and_records(tmp_path: Path) -> None:
             20,
             2,
         )
+        # two records: the user's words and the reply, each with who said it and when
         record = await store.records.get(f"t{tid}")
-        assert record is not None and "Lima." in record.content and "Peru" in record.content
+        reply = await store.records.get(f"r{tid}")
+        assert record is not None and reply is not None
+        assert (record.content, record.role, record.turn_id) == (
+            "What is the capital of Peru?",
+            "user",
+            tid,
+        )
+        assert (reply.content, reply.role, reply.turn_id) == ("Lima.", "assistant", tid)
+        assert record.said_at == reply.said_at == done.created_at  # when it was asked
+        assert done.record_keys == (f"t{tid}", f"r{tid}")
         cid = await store.turns.add_compaction(conv.id, "SUMMARY", resident_turns=1, used_after=40)
         comp = await store.turns.get(cid)
         assert comp is not None
@@ -141,6 +152,9 @@ async def test_turn_lifecycle_and_records(tmp_path: Path) -> None:
             None,
         )
         assert (comp.resident_turns, comp.used_after) == (1, 40)
+        assert comp.record_keys == (f"c{cid}",)
+        summary = await store.records.get(f"c{cid}")
+        assert summary is not None and (summary.role, summary.content) == (None, "SUMMARY")
         listed = await store.conversations.list()
         assert listed[0].title == "What is the capital of Peru?" and listed[0].turn_count == 1
         # deleting the conversation takes its turns and records with it
@@ -185,3 +199,18 @@ async def test_capabilities_round_trip(tmp_path: Path) -> None:
         cap = await store.capabilities.get("u", "m")
         assert cap is not None
         assert (cap.context_window, cap.supports_tools, cap.max_ok_input) == (2048, False, None)
+
+
+async def test_the_stores_clock_stamps_every_row(tmp_path: Path) -> None:
+    async with await Store.open(tmp_path / "newt.db") as store:
+        assert store.db.clock is time.time  # the default: now
+        store.db.clock = lambda: 1_683_500_000.0  # a replayed conversation's day
+        conv = await store.conversations.create()
+        assert conv.created_at == 1_683_500_000.0
+        await store.notes.add("likes green tea")
+        cid = await store.turns.add_compaction(conv.id, "SUMMARY", resident_turns=0, used_after=1)
+        await store.records.add("x1", "note", "added directly")
+        for key in ("n1", f"c{cid}", "x1"):
+            record = await store.records.get(key)
+            assert record is not None, key
+            assert record.created_at == record.said_at == 1_683_500_000.0, key
