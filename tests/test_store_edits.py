@@ -48,13 +48,17 @@ async def make_log(store: Store, n: int) -> tuple[str, list[int]]:
 async def test_a_replaced_turn_is_kept_hidden_and_unindexed(tmp_path: Path) -> None:
     async with await Store.open(tmp_path / "newt.db") as store:
         conv_id, ids = await make_log(store, 2)
+        await store.records.add(f"t{ids[1]}.1", "turn", "Tool x {}\nResult: kiwi", role="tool")
         new = await store.turns.add_pending(conv_id, "question 1 again")
         await store.turns.complete(new, "better", replaces=ids[1])
         rows = await store.turns.for_conversation(conv_id)
         assert [r.replaced_by for r in rows] == [None, new, None]
         assert [r.user for r in live_rows(rows)] == ["question 0 kiwi0", "question 1 again"]
-        assert await store.records.get(f"t{ids[1]}") is None
-        assert await store.records.get(f"t{ids[0]}") is not None
+        # every record of the replaced turn goes: its message, reply and tool results
+        for key in (f"t{ids[1]}", f"r{ids[1]}", f"t{ids[1]}.1"):
+            assert await store.records.get(key) is None, key
+        for key in (f"t{ids[0]}", f"r{ids[0]}", f"t{new}", f"r{new}"):
+            assert await store.records.get(key) is not None, key
         assert await store.conversations.search("kiwi1") == []
         conv = await store.conversations.get(conv_id)
         assert conv is not None and conv.turn_count == 2
@@ -73,7 +77,8 @@ async def test_a_fork_copies_rows_and_shares_records(tmp_path: Path) -> None:
         assert [c.user for c in copies] == ["question 0 kiwi0", "question 1 kiwi1"]
         assert [c.copied_from for c in copies] == ids[:2]
         assert [c.record_key for c in copies] == [f"t{i}" for i in ids[:2]]
-        assert await store.records.count() == 3  # nothing new in the index
+        assert [c.record_keys for c in copies] == [(f"t{i}", f"r{i}") for i in ids[:2]]
+        assert await store.records.count() == 2 * 3  # nothing new in the index
         listed = await store.conversations.get(fork.id)
         assert listed is not None and listed.parent_id == conv_id
         assert listed.parent_title == "topic" and listed.turn_count == 2
@@ -81,10 +86,12 @@ async def test_a_fork_copies_rows_and_shares_records(tmp_path: Path) -> None:
         new = await store.turns.add_pending(fork.id, "other")
         await store.turns.complete(new, "x", replaces=copies[1].id)
         assert await store.records.get(f"t{ids[1]}") is not None
+        assert await store.records.get(f"r{ids[1]}") is not None
         # ...and replacing the original too drops it: no live turn holds those words
         new = await store.turns.add_pending(conv_id, "other")
         await store.turns.complete(new, "y", replaces=ids[2])
         assert await store.records.get(f"t{ids[2]}") is None
+        assert await store.records.get(f"r{ids[2]}") is None
 
 
 def _turn(id: int, **kw: object) -> StoredTurn:
