@@ -1,9 +1,12 @@
-"""What recall by meaning costs with all-MiniLM-L6-v2 on its own llama-server.
+"""What recall by meaning costs with all-MiniLM-L6-v2, in process or on llama-server.
 
-    python benchmarks/embedding_speed.py [--records 1000] [--threads 1]
+    .venv/bin/python benchmarks/embedding_speed.py --in-process [--records 1000]
+    .venv/bin/python benchmarks/embedding_speed.py [--records 1000] [--threads 1]
 
-Starts the embeddings server exactly as `newt --local` does (the MiniLM GGUF
-that scripts/get_llama_server.sh makes; `-c 512 -t 1`), then measures:
+--in-process: newt's default, LocalEmbedder (recall/minilm.py, numpy; the wheel
+that scripts/get_llama_server.sh keeps in the cache). Otherwise starts the
+embeddings server as `newt --local` did (the MiniLM GGUF that
+scripts/get_llama_server.sh makes; `-c 512 -t 1`). Then measures:
   * one embedding per request (a recall query's cost), median and p90 of 60;
   * the background queue (EmbedQueue) embedding a store of --records turns
     (a user line and a reply of a few sentences each, 150-700 characters)
@@ -28,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from newt.backend.embeddings import EmbeddingsClient
 from newt.backend.local_server import embeddings_server
 from newt.recall.embed_queue import EmbedQueue
-from newt.recall.embedder import ServerEmbedder
+from newt.recall.embedder import Embedder, LocalEmbedder, ServerEmbedder
 from newt.recall.vectors import VectorIndex
 from newt.store import Store
 
@@ -67,7 +70,7 @@ async def single_requests(client: EmbeddingsClient, rng: random.Random) -> list[
     return timings
 
 
-async def queue_run(base_url: str, model: str, records: int, rng: random.Random) -> None:
+async def queue_run(embedder: Embedder, records: int, rng: random.Random) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with await Store.open(Path(tmp) / "newt.db") as store:
             conv = await store.conversations.create()
@@ -77,7 +80,6 @@ async def queue_run(base_url: str, model: str, records: int, rng: random.Random)
                 chars += len(user) + len(reply)
                 turn_id = await store.turns.add_pending(conv.id, user)
                 await store.turns.complete(turn_id, reply)
-            embedder = ServerEmbedder(EmbeddingsClient(base_url, model))
             queue = EmbedQueue(store.db, embedder)
             index = VectorIndex(store.db, embedder.space)
             pending = len(await index.pending(records * 2))
@@ -109,7 +111,37 @@ async def queue_run(base_url: str, model: str, records: int, rng: random.Random)
             await embedder.aclose()
 
 
+async def in_process(args: argparse.Namespace) -> int:
+    rng = random.Random(11)
+    embedder = LocalEmbedder(fetch=False)
+    started = time.perf_counter()
+    if await embedder.embed(["warm up"]) is None:
+        raise SystemExit("no MiniLM wheel in the cache: run scripts/get_llama_server.sh")
+    print(f"all-MiniLM-L6-v2 in process (numpy), loaded in {time.perf_counter() - started:.2f} s")
+    timings = []
+    for _ in range(60):
+        text = sentence(rng)
+        started = time.perf_counter()
+        await embedder.embed_query(text)
+        timings.append((time.perf_counter() - started) * 1000)
+    timings.sort()
+    p90 = timings[int(len(timings) * 0.9)]
+    print(
+        f"one query embedding: median {statistics.median(timings):.1f} ms, "
+        f"p90 {p90:.1f} ms (n={len(timings)})"
+    )
+    batch = [" ".join(turn_texts(rng))[:200] for _ in range(32)]
+    started = time.perf_counter()
+    await embedder.embed(batch)
+    wall = (time.perf_counter() - started) * 1000
+    print(f"32 pieces of 200 characters in one call: {wall:.0f} ms, {wall / 32:.1f} ms each")
+    await queue_run(embedder, args.records, rng)
+    return 0
+
+
 async def main_async(args: argparse.Namespace) -> int:
+    if args.in_process:
+        return await in_process(args)
     server = embeddings_server()
     if server is None:
         raise SystemExit("no MiniLM GGUF in the cache: run scripts/get_llama_server.sh")
@@ -129,7 +161,8 @@ async def main_async(args: argparse.Namespace) -> int:
             f"one embedding per request: median {statistics.median(timings):.1f} ms, "
             f"p90 {p90:.1f} ms (n={len(timings)})"
         )
-        await queue_run(server.base_url, server.model_name, args.records, rng)
+        embedder = ServerEmbedder(EmbeddingsClient(server.base_url, server.model_name))
+        await queue_run(embedder, args.records, rng)
     return 0
 
 
@@ -137,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=1, help="llama-server -t")
+    parser.add_argument("--in-process", action="store_true", help="newt's LocalEmbedder")
     return asyncio.run(main_async(parser.parse_args(argv)))
 
 
