@@ -200,3 +200,26 @@ def test_print_mode_waits_for_a_detached_writer_of_an_overdue_summary() -> None:
     turn = [r for r in server.chat_requests if r.body.get("stream")][-1]
     assert (base_summary(record_of(turn)) or "").startswith(SUMMARY)
     assert server.disconnects == 0  # the writer was not stopped
+
+
+async def test_a_failed_overdue_summary_holds_up_no_turn_again_until_the_next_step() -> None:
+    """A model that writes nothing (slowly): the record keeps owing, and once
+    settling has failed for these steps, the next turn does not wait again."""
+    server = SlowSummaries(0, Reply(text="", first_byte_delay_s=SUMMARY_S)).start()
+    session = await ChatSession.open(make_config(server.base_url, SMALL))
+    try:
+        for i in range(8):
+            await run_turn(session, user_message(i))
+            await session.summaries.wait(5)
+            if getattr(session.provider, "summary_overdue", False):
+                break
+        assert getattr(session.provider, "summary_overdue", False)
+        started = time.monotonic()
+        assert not await session.summaries.settle(10)  # tried, and it wrote nothing
+        assert time.monotonic() - started >= SUMMARY_S
+        started = time.monotonic()
+        assert not await session.summaries.settle(10)  # the same steps: not again
+        assert time.monotonic() - started < SUMMARY_S / 2
+    finally:
+        await session.close()
+        server.stop()

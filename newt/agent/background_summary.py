@@ -44,6 +44,8 @@ class BackgroundSummary:
         self.current = current
         self._task: asyncio.Task[None] | None = None
         self._summarizing = False  # asking the model (not yet waiting to apply)
+        # (provider, steps owed) when settling last failed: not retried before a new step
+        self._gave_up: tuple[int, int] | None = None
         # Called once a summary is written, before it waits for the locks to
         # apply it (the detached writer stops being preemptible then).
         self.on_written: Callable[[], object] | None = None
@@ -108,10 +110,16 @@ class BackgroundSummary:
         writer's) is waited for, not asked again; otherwise one is started.
         Costs the turn what is left of one summary, at most every other fold;
         one fold owed still gives way. Waits at most `timeout` (then the turn
-        preempts it as usual); never raises. True when nothing is overdue now."""
+        preempts it as usual); never raises. True when nothing is overdue now.
+        When it fails (the backend errs, or writes nothing) the next turns are
+        not held up for it again until another step is owed."""
         try:
-            if not getattr(self.current(), "summary_overdue", False):
+            provider = self.current()
+            if not getattr(provider, "summary_overdue", False):
                 return True
+            owed = (id(provider), int(getattr(provider, "owed_steps", 0)))
+            if owed == self._gave_up:
+                return False
             conv = self.log.conversation
             if conv is not None and await wait_for_detached_writer(
                 self.log.store.db.path, conv.id, timeout
@@ -124,7 +132,10 @@ class BackgroundSummary:
                 await self.wait(timeout)
         except Exception:
             log.debug("settling an overdue summary failed; the turn goes on", exc_info=True)
-        return not getattr(self.current(), "summary_overdue", False)
+        if getattr(self.current(), "summary_overdue", False):
+            self._gave_up = (id(self.current()), int(getattr(self.current(), "owed_steps", 0)))
+            return False
+        return True
 
     async def preempt(self) -> None:
         """A turn is about to run: stop a summary still being written (it is

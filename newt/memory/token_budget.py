@@ -279,6 +279,11 @@ class TokenBudget(BudgetSettings, BaseProvider):
         return self.summary_pending and self._owed_folds > 1
 
     @property
+    def owed_steps(self) -> int:
+        """Fold steps (a turn's folds count as one) whose summary is not written yet."""
+        return self._owed_folds if self._unsummarized else 0
+
+    @property
     def summary_reply_tokens(self) -> int:
         """The most a summary can use: the record's cap (anything longer is cut)."""
         return self._record_cap()
