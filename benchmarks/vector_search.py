@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -21,6 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as newt/recall/vectors.py runs it
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

