@@ -6,8 +6,8 @@ Random unit vectors (384 dimensions: all-MiniLM-L6-v2's, which recall embeds
 with in process) stored in a real newt database through its memory_vectors
 table, `--chunks` per record, then the median of 50 searches for the 16 nearest
 records (the engine asks for twice its limit of 8). The first search of a
-process loads the vectors into memory (reported apart), and the matrix it
-holds is reported in MB. Every vector is compared on every search.
+process loads the vectors into memory (reported apart), and the memory they
+take is reported in MB. Every vector is compared on every search.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ async def measure(
                 started = time.perf_counter()
                 await index.search(query, 16)
                 timings.append((time.perf_counter() - started) * 1000)
-            held_mb = index.held * dim * 4 / 1e6
+            held_mb = index.held_bytes / 1e6
     return first, statistics.median(timings), held_mb
 
 
