@@ -9,7 +9,9 @@ import pytest
 import tomlkit
 
 from newt.config import (
+    RETIRED_KEYS,
     ConfigError,
+    RecallConfig,
     default_config_text,
     load_config,
     resolve_config_path,
@@ -32,7 +34,8 @@ def test_defaults_without_a_file(tmp_path: Path) -> None:
     assert cfg.memory.threshold_pct == 0.80
     assert cfg.memory.context_tokens is None
     assert cfg.estimation.chars_per_token == 4
-    assert cfg.recall.excerpt_tokens == 64
+    assert cfg.recall.excerpt_tokens == 120
+    assert cfg.recall.retained_token_budget == 4096
 
 
 def test_path_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,7 +50,9 @@ def test_the_annotated_template_loads_to_the_defaults(tmp_path: Path) -> None:
     path.write_text(default_config_text())
     cfg = load_config(path)
     assert cfg.backend.timeout_s == 60.0 and cfg.backend.max_retries == 2
-    assert cfg.recall.retained_token_budget == 1024
+    assert cfg.recall.retained_token_budget == 4096 and cfg.recall.excerpt_tokens == 120
+    assert cfg.recall == RecallConfig()
+    assert "evidence_order" not in default_config_text()
     assert cfg.recall.embeddings_url == "" and "embeddings_url" in default_config_text()
 
 
@@ -90,7 +95,6 @@ def test_precedence_defaults_file_env_cli(tmp_path: Path, monkeypatch: pytest.Mo
         ("[plugins]\nx = 1\n", ["unknown section [plugins]"]),
         ("[memory]\ncontext_tokens = -5\n", ["memory.context_tokens", "positive"]),
         ('[recall]\nembeddings_url = "localhost:8081"\n', ["recall.embeddings_url", "http(s)"]),
-        ("[recall]\nfocus_temperature = 3\n", ["recall.focus_temperature", "2 or less"]),
     ],
 )
 def test_bad_files_name_file_line_and_key(tmp_path: Path, text: str, expected: list[str]) -> None:
@@ -147,3 +151,25 @@ def test_the_key_comes_only_from_the_named_variable(monkeypatch: pytest.MonkeyPa
     assert load_config().api_key is None
     monkeypatch.setenv("MY_KEY", "sk-mine")
     assert load_config().api_key == "sk-mine"
+
+
+def test_retired_recall_keys_are_accepted_and_ignored(tmp_path: Path) -> None:
+    # the lookup shortcut and the capsule orders are gone; an old file still loads
+    assert {
+        "recall.evidence_order",
+        "recall.focus_questions",
+        "recall.focus_temperature",
+    } == RETIRED_KEYS
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[recall]\nevidence_order = "random"\nfocus_questions = "maybe"\n'
+        "focus_temperature = 3\nexcerpt_tokens = 80\n"
+    )
+    cfg = load_config(path)
+    assert cfg.recall.excerpt_tokens == 80  # the rest of the table still applies
+    for name in ("evidence_order", "focus_questions", "focus_temperature"):
+        assert not hasattr(cfg.recall, name)
+    # a key that was never known is still an error
+    path.write_text("[recall]\nfocus_mode = 1\n")
+    with pytest.raises(ConfigError, match=r"recall\.focus_mode"):
+        load_config(path)
