@@ -6,24 +6,31 @@ from __future__ import annotations
 
 from newt.agent import events as ev
 from newt.agent.evidence import (
-    EVIDENCE_WINDOW_SHARE,
+    EVIDENCE_SHARE,
     MIN_EVIDENCE_TOKENS,
+    RECALL_LIMIT,
     evidence_budget,
-    evidence_limit,
 )
 from newt.agent.session import ChatSession
+from newt.config import RecallConfig
 from tests.agent_helpers import make_config, run_turn
 from tests.fake_openai import FakeOpenAI, Reply
 
 
-def test_the_budget_is_a_share_of_the_window_capped_by_the_config() -> None:
-    assert evidence_budget(1024, 2048) == int(2048 * EVIDENCE_WINDOW_SHARE) == 256
-    assert evidence_budget(1024, 8192) == 1024
+def test_the_budget_is_a_share_of_the_room_capped_by_the_config() -> None:
+    # room: the window less the reply reserve
+    assert evidence_budget(4096, 1536) == int(1536 * EVIDENCE_SHARE)
+    assert evidence_budget(1024, 8192) == min(1024, int(8192 * EVIDENCE_SHARE))
     assert evidence_budget(1024, 131072) == 1024  # the config caps it
     assert evidence_budget(4000, 131072) == 4000
     assert evidence_budget(0, 131072) == 0  # recall off stays off
-    assert evidence_budget(1024, 256) == 0  # too small to hold an excerpt
+    assert evidence_budget(-5, 131072) == 0
+    small = int(MIN_EVIDENCE_TOKENS / EVIDENCE_SHARE)  # a share just below the minimum
+    assert int(small * EVIDENCE_SHARE) < MIN_EVIDENCE_TOKENS
+    assert evidence_budget(1024, small) == 0  # too small to hold an excerpt
     assert evidence_budget(MIN_EVIDENCE_TOKENS, 100_000) == MIN_EVIDENCE_TOKENS
+    assert EVIDENCE_SHARE <= 0.5  # the recent turns keep at least half
+    assert RecallConfig().retained_token_budget == 4096
 
 
 async def test_a_small_window_gets_a_small_evidence_budget(fake_openai: FakeOpenAI) -> None:
@@ -37,8 +44,11 @@ async def test_a_small_window_gets_a_small_evidence_budget(fake_openai: FakeOpen
         fake_openai.script(Reply(text="4417"))
         events = await run_turn(session, "What is the locker code for the amber harbor?")
         (evidence,) = [e for e in events if isinstance(e, ev.RetainedEvidence)]
-        assert evidence.report.budget_tokens == 256
-        assert evidence.report.retained_tokens <= 256
+        ceiling, reserve = session.capabilities.ceiling_and_reserve()
+        budget = evidence_budget(4096, ceiling - reserve)
+        assert 0 < budget < 4096 and budget == int((ceiling - reserve) * EVIDENCE_SHARE)
+        assert evidence.report.budget_tokens == budget
+        assert evidence.report.retained_tokens <= budget
         assert "4417" in fake_openai.chat_requests[-1].body["messages"][-1]["content"]
     finally:
         await session.close()
@@ -74,17 +84,16 @@ async def test_the_guard_counts_the_capsules_and_drops_them_rather_than_overflow
         await session.close()
 
 
-def test_recall_offers_no_more_records_than_the_budget_holds() -> None:
-    assert evidence_limit(256, 64) == 3  # a 2,048-token window
-    assert evidence_limit(1024, 64) == 8  # capped at the recall limit
-    assert evidence_limit(48, 64) == 1
+def test_recall_offers_many_records_and_packing_keeps_what_fits() -> None:
+    # packing goes best match first, so offering more never crowds out the best
+    assert RECALL_LIMIT == 64
 
 
 async def test_a_fact_never_asked_before_is_not_crowded_out_by_often_recalled_ones(
     fake_openai: FakeOpenAI,
 ) -> None:
-    """Packing favours records with many hits; with more candidates than fit a
-    small budget, the asked fact (no hits yet) was the one left out."""
+    """Packing goes best match first: records hit again and again do not
+    crowd out the asked fact (no hits yet) from a small budget."""
     session = await ChatSession.open(
         make_config(fake_openai.base_url, "[memory]\ncontext_tokens = 2048\n")
     )
