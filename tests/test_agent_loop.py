@@ -9,13 +9,9 @@ from pathlib import Path
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.focus import answered_by_evidence, focus_evidence, focused, users_words
 from newt.agent.session import ChatSession
-from newt.chat_settings import ChatSettings
 from newt.memory import COMPACTION_MARKER
-from newt.memory.types import MemMessage
-from newt.recall import EvidenceCapsule, RetentionReport
-from newt.recall.presentation import EVIDENCE_HEADER, FOCUSED_HEADER, evidence_block
+from newt.recall.presentation import evidence_block
 from newt.store import Store
 from tests.agent_helpers import done_of, make_config, reply_of, run_turn
 from tests.fake_openai import (
@@ -289,8 +285,8 @@ async def test_compaction_is_persisted_and_restored_identically(
 
 
 async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI) -> None:
-    # the whole working set goes out (a focused question is counted by estimate)
-    store, session = await open_session(fake_openai, '[recall]\nfocus_questions = "off"\n')
+    # the whole working set goes out with the capsules before the question
+    store, session = await open_session(fake_openai)
     try:
         fake_openai.script(Reply(text="Noted, the locker code is 7312."))
         await run_turn(session, "My gym locker code is 7312, keep it in mind.")
@@ -302,6 +298,7 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         assert "7312" in evidence[0].report.capsules[0].excerpt
         sent = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
         assert "7312" in sent and sent.endswith("What was my gym locker code?")
+        assert "Today, the user said: My gym locker code is 7312, keep it in mind." in sent
         log = await session.history()
         assert log[-1].user == "What was my gym locker code?"
         assert session.last_retention is evidence[0].report
@@ -312,241 +309,6 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         assert session.memory_status().last_reported == log[-1].tokens_in
     finally:
         await close(store, session)
-
-
-async def told_gym_code(fake_openai: FakeOpenAI, session: ChatSession) -> None:
-    """The user told the locker code in a conversation, then started a new one."""
-    fake_openai.script(Reply(text="Noted."))
-    await run_turn(session, "My gym locker code is 7312, keep it in mind.")
-    await session.new_conversation()
-
-
-async def test_a_question_recall_answers_goes_out_with_its_evidence_alone(
-    fake_openai: FakeOpenAI,
-) -> None:
-    store, session = await open_session(fake_openai)
-    try:
-        await told_gym_code(fake_openai, session)
-        for n in range(3):
-            fake_openai.script(Reply(text=f"Soup answer {n}."))
-            await run_turn(session, f"Soup question {n}: what goes in a minestrone?")
-        fake_openai.script(Reply(text="It is 7312.", prompt_tokens=90))
-        events = await run_turn(session, "What was my gym locker code?")
-        assert [e.focused for e in events if isinstance(e, ev.RetainedEvidence)] == [True]
-        body = fake_openai.chat_requests[-1].body
-        sent = body["messages"]
-        assert [m["role"] for m in sent] == ["system", "user"]
-        assert "7312" in sent[-1]["content"] and "fetch_record" not in sent[-1]["content"]
-        # in the user's voice: "Earlier I told you:" and their words bare
-        assert sent[-1]["content"].startswith(FOCUSED_HEADER + "\n- My gym locker code is 7312")
-        assert sent[-1]["content"].endswith("What was my gym locker code?")
-        # a lookup is asked at the focus temperature; the chat turns at the server's own
-        assert body["temperature"] == 0.0
-        assert all("temperature" not in r.body for r in fake_openai.chat_requests[:-1])
-        # the sidebar and /memory, redrawn later, still say so
-        assert session.last_focused and session.memory_status().last_focused
-        # the working set is whole for the next turn, and this turn was not
-        # anchored on the small request's size
-        log = await session.history()
-        assert log[-1].tokens_in is None
-        fake_openai.script(Reply(text="Beans."))
-        await run_turn(session, "And what else goes in a minestrone besides beans?")
-        body = fake_openai.chat_requests[-1].body
-        sent = body["messages"]
-        assert "Soup question 0: what goes in a minestrone?" in [m["content"] for m in sent]
-        assert sent[-2]["content"] == "It is 7312."
-        assert "temperature" not in body
-        assert not session.last_focused
-    finally:
-        await close(store, session)
-
-
-async def test_a_focused_request_leaves_out_capsules_that_do_not_answer(
-    fake_openai: FakeOpenAI,
-) -> None:
-    store, session = await open_session(fake_openai)
-    try:
-        await told_gym_code(fake_openai, session)
-        fake_openai.script(Reply(text="Noted."))
-        await run_turn(session, "The combination for my bike lock is 4140.")
-        await session.new_conversation()
-        fake_openai.script(Reply(text="It is 7312."))
-        # one word short of the gym capsule; the bike capsule holds only
-        # "combination" (recalled: without the narrowing 4140 is sent too)
-        events = await run_turn(session, "What was my gym locker combination?")
-        sent = fake_openai.chat_requests[-1].body["messages"]
-        assert [m["role"] for m in sent] == ["system", "user"]
-        assert "7312" in sent[-1]["content"] and "4140" not in sent[-1]["content"]
-        shown = [e for e in events if isinstance(e, ev.RetainedEvidence)]
-        assert shown[0].focused
-        assert [c.excerpt for c in shown[0].report.capsules] == [
-            "User: My gym locker code is 7312, keep it in mind."
-        ]
-        assert session.last_retention is shown[0].report  # /memory shows what was sent
-        # not a lookup: both capsules go with the whole working set
-        fake_openai.script(Reply(text="Both."))
-        await run_turn(session, "Tell me about the gym locker combination and the bike lock.")
-        content = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
-        assert "7312" in content and "4140" in content
-    finally:
-        await close(store, session)
-
-
-async def test_a_question_the_working_set_still_speaks_to_is_not_focused(
-    fake_openai: FakeOpenAI,
-) -> None:
-    store, session = await open_session(fake_openai)
-    try:
-        await told_gym_code(fake_openai, session)
-        fake_openai.script(Reply(text="Noted, 8080 now."))
-        await run_turn(session, "They changed my gym locker code to 8080 today.")
-        fake_openai.script(Reply(text="Soup."))
-        await run_turn(session, "What goes in a minestrone?")
-        fake_openai.script(Reply(text="It is 8080."))
-        await run_turn(session, "What is my gym locker code?")
-        body = fake_openai.chat_requests[-1].body
-        sent = [m["content"] for m in body["messages"]]
-        # the old code is recalled, and the change the user made is sent beside it
-        assert "7312" in sent[-1] and sent[-1].startswith(EVIDENCE_HEADER)
-        assert "They changed my gym locker code to 8080 today." in sent
-        assert "temperature" not in body
-    finally:
-        await close(store, session)
-
-
-@pytest.mark.parametrize(
-    ("config", "settings", "expected"),
-    [
-        ("", ChatSettings(), 0.0),  # a lookup: the most likely answer
-        ("focus_temperature = 0.5\n", ChatSettings(), 0.5),
-        ("", ChatSettings(temperature=1.1), 1.1),  # the conversation's own choice wins
-        ("focus_temperature = -1\n", ChatSettings(), None),  # the server's default
-    ],
-)
-async def test_a_focused_questions_temperature(
-    fake_openai: FakeOpenAI, config: str, settings: ChatSettings, expected: float | None
-) -> None:
-    store, session = await open_session(fake_openai, "[recall]\n" + config)
-    try:
-        await told_gym_code(fake_openai, session)
-        await session.update_settings(settings)
-        fake_openai.script(Reply(text="It is 7312."))
-        await run_turn(session, "What was my gym locker code?")
-        body = fake_openai.chat_requests[-1].body
-        assert len(body["messages"]) == 2  # focused: system prompt and the question
-        assert body.get("temperature") == expected
-    finally:
-        await close(store, session)
-
-
-def test_only_a_short_question_one_capsule_answers_is_focused() -> None:
-    capsule = EvidenceCapsule("t1", "t1", "User: My gym locker code is 7312.", 9, 1.0, 5.0)
-    report = RetentionReport(100, 9, [capsule])
-    assert answered_by_evidence("What was my gym locker code?", report)
-    # asked with one word the telling lacked: still that capsule's question
-    assert answered_by_evidence("What was my gym locker combination?", report)
-    assert not answered_by_evidence("What was my bike padlock code?", report)  # two words short
-    assert not answered_by_evidence("What was my bike locker combination?", report)
-    assert not answered_by_evidence("Tell me my gym locker code.", report)  # not a question
-    assert not answered_by_evidence("What was my gym locker code?", None)
-    long = "What was my gym locker code? " + "and more words " * 10 + "locker?"
-    assert not answered_by_evidence(long, report)
-    # one search word leans on what came before ("And the gym one?")
-    assert not answered_by_evidence("And the locker one?", report)
-    # the working set still holds a statement with every word of the question
-    said = ["Soup again?", "Update: my gym locker code is now 8080."]
-    assert not answered_by_evidence("What was my gym locker code?", report, said)
-    assert answered_by_evidence("What was my gym locker code?", report, said[:1])
-    # ... or as many of them as the capsule holds
-    said = ["The gym locker number changed, it is 8080."]
-    assert not answered_by_evidence("What was my gym locker combination?", report, said)
-    # ... or as many as a capsule needs (one short), like a capsule would
-    said = ["The locker code changed to 8080."]
-    assert not answered_by_evidence("What was my gym locker code?", report, said)
-    # the same question asked before tells nothing: it does not keep the history
-    said = ["What was my gym locker code?", "Which is my gym locker code? It changed."]
-    assert answered_by_evidence("What was my gym locker code?", report, said[:1])
-    assert not answered_by_evidence("What was my gym locker code?", report, said)
-    # a question carrying a number may be telling it
-    said = ["Is my gym locker code 8080 now?"]
-    assert not answered_by_evidence("What was my gym locker code?", report, said)
-    # stop words only lean on what came before, whatever a capsule holds
-    chatty = EvidenceCapsule("t2", "t2", "User: what was it again, again?", 9, 1.0, 5.0)
-    assert not answered_by_evidence("What was it again?", RetentionReport(100, 9, [chatty]))
-    msgs = [MemMessage("system", "S"), MemMessage("user", COMPACTION_MARKER + " x")]
-    msgs += [MemMessage("user", "u1"), MemMessage("assistant", "a1")]
-    msgs += [MemMessage("user", "u2"), MemMessage("assistant", "a2"), MemMessage("user", "q")]
-    assert [m.content for m in focused(msgs)] == ["S", "q"]
-    assert users_words(msgs) == ["u1", "u2"]
-
-
-def test_a_focused_question_goes_out_with_the_capsules_that_answer_it() -> None:
-    """Beside "The safe in the east office opens with 2058." SmolLM2 answered
-    with the garage's code, which shares only "code" with the question."""
-    safe = EvidenceCapsule("t1", "t1", "The safe in the east office opens with 2058.", 12, 1.0, 2.0)
-    garage = EvidenceCapsule("t2", "t2", "The garage door keypad code is 1613.", 10, 1.0, 3.0)
-    same = EvidenceCapsule("t3", "t3", "At the east office the safe opens with 2058.", 12, 0.5, 1.0)
-    report = RetentionReport(100, 34, [safe, garage, same], candidates_examined=5)
-    focus = focus_evidence("What is the safe code in the east office?", report)
-    assert focus is not None and [c.id for c in focus.capsules] == ["t1", "t3"]
-    # what was sent: the sidebar counts the one left out as dropped
-    assert (focus.retained_tokens, focus.dropped, focus.candidates_examined) == (24, 1, 5)
-    assert [c.id for c in report.capsules] == ["t1", "t2", "t3"]  # the report is untouched
-    garage_only = focus_evidence("What is the garage keypad code?", report)
-    assert garage_only is not None and [c.id for c in garage_only.capsules] == ["t2"]
-    assert focus_evidence("What is my padlock number?", report) is None
-
-
-def test_a_time_question_is_held_by_the_time_it_asks_for() -> None:
-    """ "What time is my piano lesson on Saturday?" for "On Saturday I have
-    piano at 2:50.": two words away, but the clock time answers "time"."""
-    piano = EvidenceCapsule("t1", "t1", "User: On Saturday I have piano at 2:50.", 12, 1.0, 2.0)
-    report = RetentionReport(100, 12, [piano])
-    assert answered_by_evidence("What time is my piano lesson on Saturday?", report)
-    assert answered_by_evidence("At what hour is my piano lesson on Saturday?", report)
-    # without a time in the capsule, "time" is one more word it lacks
-    vague = EvidenceCapsule("t2", "t2", "User: On Saturday I have piano as usual.", 12, 1.0, 2.0)
-    assert not answered_by_evidence(
-        "What time is my piano lesson on Saturday?", RetentionReport(100, 12, [vague])
-    )
-    # a time on another day is still two words short
-    assert not answered_by_evidence("What time is my piano lesson on Sunday?", report)
-    # "code" is not a value word: a sibling's digits must not answer for it
-    west = EvidenceCapsule("t3", "t3", "The safe in the west office opens with 5094.", 12, 1.0, 2.0)
-    assert not answered_by_evidence(
-        "What is the safe code in the east office?", RetentionReport(100, 12, [west])
-    )
-    # the guard counts the same way: the time told in the working set keeps it
-    said = ["Piano moved: on Saturday it is at 4 pm now."]
-    assert not answered_by_evidence("What time is my piano lesson on Saturday?", report, said)
-
-
-def test_a_focused_capsule_is_cut_to_the_sentences_that_answer() -> None:
-    """A fact told inside a longer turn goes out as its own sentence: beside
-    the rest of the turn SmolLM2 talked about the meeting instead."""
-    told = (
-        "User: Quick update: the meeting ran long again. On Monday the blue recycling bin"
-        " goes out at 8:20. Anyway, I still need to pack.\nAssistant: Noted, good luck!"
-    )
-    turn = EvidenceCapsule("t1", "t1", told, 40, 1.0, 2.0, "user")
-    focus = focus_evidence(
-        "When is the blue recycling bin collected on Monday?", RetentionReport(100, 40, [turn])
-    )
-    assert focus is not None
-    [cut] = focus.capsules
-    assert cut.excerpt == "User: On Monday the blue recycling bin goes out at 8:20."
-    assert cut.tokens < turn.tokens and focus.retained_tokens == cut.tokens
-    # a fact spread over two sentences stays whole: no sentence answers alone
-    spread = "User: The amber harbor has lockers. Mine opens with code 4417, I think."
-    both = EvidenceCapsule("t2", "t2", spread, 20, 1.0, 2.0, "user")
-    kept = focus_evidence(
-        "What is my locker code at the amber harbor?", RetentionReport(100, 20, [both])
-    )
-    assert kept is not None and kept.capsules == [both]
-    # a note or a reply is not a turn of the user's: left as recalled
-    note = EvidenceCapsule("n1", "n1", "Chat. The safe code is 2058. More.", 20, 1.0, 2.0)
-    noted = focus_evidence("What is the safe code?", RetentionReport(100, 20, [note]))
-    assert noted is not None and noted.capsules == [note]
 
 
 async def test_fetch_record_tool_returns_full_record(fake_openai: FakeOpenAI) -> None:
@@ -646,13 +408,12 @@ async def test_resident_turns_are_not_recalled_but_pruned_ones_are(
         keys = [c.retrieval_key for c in report.capsules]
         assert f"t{first.id}" in keys
         capsule = report.capsules[keys.index(f"t{first.id}")]
-        assert "Pelican" in capsule.excerpt
+        assert "Pelican" in capsule.excerpt and capsule.role == "user"
         record = await session.fetch_record(capsule.retrieval_key)
         assert record is not None
-        assert record.content == (
-            "User: Our sailing boat is called Pelican.\n"
-            "Assistant: Noted: the boat is called Pelican."
-        )
+        assert record.content == "Our sailing boat is called Pelican."
+        reply = await session.fetch_record(f"r{first.id}")
+        assert reply is not None and reply.content == "Noted: the boat is called Pelican."
     finally:
         await close(store, session)
 
