@@ -224,8 +224,10 @@ async def test_resident_keys_never_keep_an_old_record(tmp_path: Path) -> None:
         keys = log.resident_keys()
         records = [k for k in keys if k.startswith("c")]
         assert len(records) == 1  # only the newest record
-        turns = sorted(k for k in keys if k.startswith("t"))
-        assert turns == sorted(f"t{i}" for i in ids[-provider.resident_turns() :])
+        # both records (message and reply) of every resident turn, and no other
+        turns = sorted(k for k in keys if k[0] in "tr")
+        resident = ids[-provider.resident_turns() :]
+        assert turns == sorted([f"t{i}" for i in resident] + [f"r{i}" for i in resident])
 
 
 async def test_a_huge_tool_result_is_cut_to_the_window(fake_openai: FakeOpenAI) -> None:
@@ -233,7 +235,8 @@ async def test_a_huge_tool_result_is_cut_to_the_window(fake_openai: FakeOpenAI) 
     try:
         fake_openai.script(Reply(text="first " + "long record text " * 2000))
         await run_turn(session, "store something long")
-        key = f"t{(await session.store.turns.for_conversation(session.conversation.id))[0].id}"  # type: ignore[union-attr]
+        # the long words are the reply's: its own record, r<turn>
+        key = f"r{(await session.store.turns.for_conversation(session.conversation.id))[0].id}"  # type: ignore[union-attr]
         fake_openai.script(
             Reply(text="", tool_calls=[{"name": "fetch_record", "arguments": {"key": key}}]),
             Reply(text="done"),
