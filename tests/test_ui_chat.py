@@ -325,27 +325,6 @@ async def test_new_conversation_clears_log() -> None:
         assert screen.title == "new conversation"
 
 
-async def test_sidebar_says_when_a_question_went_out_with_its_evidence_alone() -> None:
-    session = FakeSession()
-    session.script(Step(text="4417", report=sample_report(), focused=True))
-    session.script(Step(text="ok", report=sample_report()))
-    app = make_app(session)
-    async with app.run_test(size=(140, 40)) as pilot:
-        screen = await chat_ready(pilot)
-        header = screen.query_one("#evidence-header")
-        await type_and_send(pilot, "What is the amber code?")
-        await wait_idle(pilot, screen)
-        assert "asked with this evidence alone" in str(header.render())
-        # the chat redrawn from the log (a resume, a change made elsewhere) keeps it
-        await screen.load_conversation().wait()
-        await pilot.pause()
-        assert "asked with this evidence alone" in str(header.render())
-        await type_and_send(pilot, "Tell me more about harbors")
-        await wait_idle(pilot, screen)
-        assert "asked with this evidence alone" not in str(header.render())
-        assert "retained" in str(header.render())
-
-
 async def test_sidebar_toggle_and_record_modal() -> None:
     session = FakeSession()
     session.script(Step(text="ok", report=sample_report()))

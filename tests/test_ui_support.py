@@ -66,7 +66,6 @@ class Step:
     retryable: bool = True
     tool: tuple[str, dict[str, Any], str] | None = None
     report: RetentionReport | None = None
-    focused: bool = False  # the question went out with the evidence alone
     raise_exc: Exception | None = None
     gate: asyncio.Event | None = None
     """Streaming waits for this after the first chunk (holds a turn in flight)."""
@@ -78,7 +77,6 @@ class FakeSession:
     base_url: str = "http://127.0.0.1:1/v1"
     conversation: Conversation | None = None
     last_retention: RetentionReport | None = None
-    last_focused: bool = False
     steps: list[Step] = field(default_factory=list)
     status: FakeStatus = field(default_factory=FakeStatus)
     sent: list[str] = field(default_factory=list)
@@ -124,8 +122,7 @@ class FakeSession:
         yield ev.TurnStarted(turn.id, text)
         if step.report is not None:
             self.last_retention = self.status.last_retention = step.report
-            self.last_focused = step.focused
-            yield ev.RetainedEvidence(step.report, step.focused)
+            yield ev.RetainedEvidence(step.report)
         reply = ""
         try:
             if step.tool is not None:
@@ -157,7 +154,7 @@ class FakeSession:
 
     async def new_conversation(self) -> None:
         self.conversation = None
-        self.last_retention, self.last_focused = None, False
+        self.last_retention = None
 
     async def resume(self, id_or_prefix: str) -> Conversation:
         found = [c for c in self.conversations if c.startswith(id_or_prefix)]
