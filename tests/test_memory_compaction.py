@@ -473,3 +473,28 @@ async def test_a_reopened_conversation_resumes_the_pending_summary() -> None:
     assert f"User: 1{U[1:]}" in sent and OMITTED_NOTE in sent
     assert f"User: 2{U[1:]}" not in sent and f"User: 3{U[1:]}" not in sent
     assert record_summary(reopened.record or "") == "resumed summary"
+
+
+async def test_fold_steps_make_a_summary_overdue_and_survive_a_reopen() -> None:
+    """One turn's folds (its pre-send guard's and its own) are one step; two
+    steps owed make the summary overdue; a reopen reads the steps back."""
+    from newt.memory import ConversationTurn
+
+    p = TokenBudget(1000, 0.5).with_summarizer(Summarizer()).with_deferred_summaries()
+    await fill(p, 3)
+    assert await p.compact_for(60)  # the guard folds one turn for the coming one...
+    assert p.resident_turns() == 2
+    await p.sync_turn(U, A, NO_USAGE)  # ...and the turn itself folds again: one step
+    assert p.resident_turns() == 2  # 3 - 1 + 1 - 1
+    assert (p.owed_steps, p.summary_overdue) == (1, False)
+    await fill(p, 1)
+    assert (p.owed_steps, p.summary_overdue) == (2, True)
+    record = p.record or ""
+    reopened = TokenBudget(1000, 0.5).with_summarizer(Summarizer()).with_deferred_summaries()
+    reopened.restore_turns(
+        [ConversationTurn(U, A, kind="turn")] * 5
+        + [ConversationTurn(record, "", resident_turns=p.resident_turns(), kind="compaction")]
+    )
+    assert (reopened.owed_steps, reopened.summary_overdue) == (2, True)
+    assert await reopened.refresh_summary()
+    assert (reopened.owed_steps, reopened.summary_overdue) == (0, False)
