@@ -83,8 +83,7 @@ def test_locate_tells_evidence_record_and_resident_turns_apart() -> None:
 async def test_a_run_prunes_every_fact_then_asks(
     mode: str, fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    # 2,048 tokens: an evidence budget of 256 holds 3 capsules (1,024 held 1,
-    # too few for the near-miss sibling to ride along and be scored)
+    # a 2,048-token window: small enough that the facts are pruned and come back by recall
     fake_openai.n_ctx = 2048
     proxy = bench.LoggingProxy(fake_openai.base_url.removesuffix("/v1"))
     await proxy.start()
@@ -110,9 +109,9 @@ async def test_a_run_prunes_every_fact_then_asks(
     if mode == "on":
         direct = [a for a in result.answers if not a.paraphrased]
         assert direct and all(a.where == "evidence" and a.value in a.reply for a in direct)
-        # the near miss (the other harbor's code) is left out of recall, so
-        # the echo of a direct question names only the asked-for value
-        assert all(a.reply_ok and not a.siblings_in_reply for a in direct)
+        # (near misses are no longer left out of recall: the echo may name the
+        # other harbor's code too, which strict scoring counts as wrong)
+        assert all(a.reply_ok == (not a.siblings_in_reply) for a in direct)
     else:
         assert all(a.where != "evidence" for a in result.answers)
     assert all(t.wall_s > 0 for t in result.turns)
