@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -139,6 +140,33 @@ def _start_local_embeddings(stack: ExitStack, config: Config, stderr: TextIO) ->
     use_local_embeddings(config, server)
 
 
+def _local_model(args: argparse.Namespace, config: Config) -> str | None:
+    """The model newt runs itself: `--local [MODEL]`, else `[backend] local = true`
+    (the first run's choice) for the chat and -p, unless --base-url or
+    OPENAI_BASE_URL name a server; "" is the default model, None no local model."""
+    if args.local is not None:
+        return str(args.local)
+    chatting = args.command is None and not args.finish_summary
+    named = bool(args.base_url or os.environ.get("OPENAI_BASE_URL"))
+    return "" if config.backend.local and chatting and not named else None
+
+
+def _start_local(
+    stack: ExitStack, config: Config, path: str, *, explicit_model: str | None
+) -> None:
+    """Start the managed llama-server (stopped with newt) and point `config` at it."""
+    from newt.backend.local_server import LocalLlamaServer, reply_token_cap
+
+    cap = reply_token_cap()  # replies capped at the reserve newt keeps free for them
+    server = stack.enter_context(
+        LocalLlamaServer(model_path=path or None, extra_args=["-n", str(cap)])
+    )
+    config.backend.base_url = server.base_url
+    config.backend.model = explicit_model or server.model_name
+    config.api_key = None  # our own llama-server needs no key; never send one
+    config.server_context_tokens, config.server_reply_cap = server.ctx, cap
+
+
 def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
     text: str = args.prompt
     if text == "-":
@@ -174,22 +202,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     with ExitStack() as stack:
         try:
-            base_url, model = args.base_url, args.model
-            if args.local is not None:
-                from newt.backend.local_server import LocalLlamaServer, reply_token_cap
-
-                # replies capped at the reserve newt keeps free for them
-                cap = ["-n", str(reply_token_cap())]
-                server = stack.enter_context(
-                    LocalLlamaServer(model_path=args.local or None, extra_args=cap)
-                )
-                base_url, model = server.base_url, model or server.model_name
-            config = load_config(args.config, base_url=base_url, model=model)
-            if args.local is not None:
-                config.api_key = None  # our own llama-server needs no key; never send one
+            config = load_config(args.config, base_url=args.base_url, model=args.model)
+            local = _local_model(args, config)
+            if local is not None:
+                _start_local(stack, config, local, explicit_model=args.model)
             if args.preset:
-                _choose_preset(config, args.preset, explicit_model=bool(model))
-            if args.local is not None:
+                explicit = bool(args.model) or local is not None
+                _choose_preset(config, args.preset, explicit_model=explicit)
+            if local is not None:
                 _start_local_embeddings(stack, config, stderr)
             if args.finish_summary:
                 from newt.agent.bounded_exit import run_bounded
@@ -217,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         out=stdout,
                         err=stderr,
                         # our managed llama-server stops when we exit: wait instead
-                        detach_summary=args.local is None,
+                        detach_summary=local is None,
                         preset=args.preset,
                     )
                 )

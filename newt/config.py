@@ -53,6 +53,9 @@ class BackendConfig:
     """Read timeout: the longest allowed silence between streamed chunks, in seconds."""
     max_retries: int = 2
     """Retries for 408/409/429/5xx and connection failures, with exponential backoff."""
+    local: bool = False
+    """Run newt's own llama-server, as `newt --local` does (the first run's "Run a local
+    model" sets it); wins over base_url from this file, not over --base-url or the env."""
 
 
 @dataclass
@@ -113,6 +116,12 @@ class Config:
     embedding_space: str = ""
     """A fixed name for the embedding space of this run's vectors (`newt --local`:
     its embeddings server's port changes every run); empty: URL and model name it."""
+    server_context_tokens: int | None = None
+    """The window of the llama-server newt runs itself (`--local`, `[backend] local`):
+    known before any probe, so the very first figures are budgeted for it."""
+    server_reply_cap: int | None = None
+    """That server's own reply cap (its `-n`): the cap in force when a conversation
+    sets none, which /settings shows."""
 
     def __repr__(self) -> str:  # keep the key out of any accidental log line
         return f"Config(path={self.path}, backend={self.backend}, memory={self.memory})"
@@ -329,6 +338,15 @@ def load_config(
 def default_config_text() -> str:
     """The annotated default config (assets/config.toml)."""
     return asset_text("config.toml")
+
+
+def save_local_choice(path: Path) -> None:
+    """Remember the first run's "Run a local model" as `[backend] local = true`,
+    with a comment saying what it does, so every later newt (TUI, -c, -p)
+    starts the same managed llama-server instead of asking again."""
+    item = tomlkit.item(True)
+    item.comment("newt runs its own llama-server, as `newt --local` (false: use base_url)")
+    save_settings(path, {"backend": {"local": item}})
 
 
 def save_settings(path: Path, updates: dict[str, dict[str, Any]]) -> None:

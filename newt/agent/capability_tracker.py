@@ -37,6 +37,12 @@ class CapabilityTracker:
         if probe:
             await self.probe()
         cap = await self.repo.get(self.base_url, self.model)
+        known = self.config.server_context_tokens
+        if known and (cap is None or not cap.context_window):
+            # newt's own llama-server: its window is known before it is probed
+            # (its port, part of the cache key, is new each run), so the first
+            # figures shown are already this window's, not the 8,192 default
+            cap = await caps.record_probe(self.repo, self.base_url, self.model, known)
         self.cached = cap
         self.budget = caps.resolve_budget(self.config.memory.context_tokens, cap)
         self.supports_tools = cap.supports_tools if cap else None

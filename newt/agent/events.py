@@ -96,6 +96,9 @@ class TurnDone:
     thinking: str = ""
     stats: ReplyStats | None = None
     """The reply's footer figures (counts reported or estimated, speed)."""
+    finish_reason: str | None = None
+    """The backend's finish_reason for the last request: "length" means the
+    reply was cut at the reply cap (max_tokens or the server's own)."""
 
 
 AgentEvent = (

@@ -34,6 +34,7 @@ __all__ = [
     "ensure_local_model",
     "local_embeddings_server",
     "plan",
+    "reply_token_cap",
     "start_local_embeddings",
     "start_local_server",
     "use_local_embeddings",

@@ -4,7 +4,9 @@ The model's reasoning is left out unless --show-thinking: then it is printed
 first inside `<think>…</think>` (or, with --json, under a `thinking` key).
 
 Exit status: 0 on a reply, 1 when the backend failed (the user's message is
-saved and the conversation can be resumed with -c), 2 for bad input.
+saved and the conversation can be resumed with -c) or the reply was cut off
+(the stream broke, or the backend stopped it at its length cap:
+`finish_reason` "length"), 2 for bad input.
 Whatever way it ends, it ends in bounded time: the session is closed with
 `close_within` and cli runs it with `run_bounded` (newt/agent/bounded_exit.py).
 """
@@ -130,6 +132,8 @@ async def _one_turn(
             "conversation_id": session.conversation.id if session.conversation else None,
             "reply": strip_terminal_escapes("".join(reply_parts)),
             "status": done.status if done else "failed",
+            # "length": the backend stopped the reply at its cap (exit status 1)
+            "finish_reason": done.finish_reason if done else None,
             "usage": {
                 "prompt_tokens": usage.prompt_tokens if usage else None,
                 "completion_tokens": usage.completion_tokens if usage else None,
@@ -176,6 +180,14 @@ async def _one_turn(
         # the stream was cut off: the partial reply is printed and saved, but a
         # script must be able to tell it from a whole one
         err.write("newt: error: the reply was cut off; the partial reply is saved.\n")
+        return 1
+    if error is None and done is not None and done.finish_reason == "length":
+        # cut at the reply cap: it reads like a whole reply, so say it is not one
+        cap = f" ({done.stats.completion_tokens} tokens)" if done.stats else ""
+        err.write(
+            f"newt: error: the reply stopped at the length limit{cap}; it is saved as it is."
+            " Raise the cap (max reply tokens in /settings, or the server's) for longer replies.\n"
+        )
         return 1
     return 0 if error is None else 1
 

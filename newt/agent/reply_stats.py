@@ -44,6 +44,10 @@ class ReplyStats:
     seconds: float | None
     estimated: bool = False
     """The counts are newt's estimate: the backend reported no usage."""
+    stopped_for_length: bool = False
+    """The backend stopped the reply at its length cap (finish_reason "length"):
+    the footer says so, since the text alone looks like a whole reply. Not
+    stored: a resumed conversation's footer does not show it."""
 
     @property
     def tokens_per_second(self) -> float | None:

@@ -105,6 +105,7 @@ class _Progress:
     cached_tokens: int | None = None
     compactions: list[ev.Compacted] = field(default_factory=list)
     interrupted: bool = False
+    finish_reason: str | None = None  # of the last round: "length" when cut at the cap
     compact_reason: str = "budget"
     evidence: str = ""
     recallable: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
@@ -117,10 +118,15 @@ class _Progress:
     def stats(self, tokens_for: Callable[[str], int]) -> ReplyStats:
         """The footer's figures: the backend's report, else newt's estimate."""
         seconds = self.clock.seconds or None
+        cut = self.finish_reason == "length"
         if self.prompt_tokens is not None:
-            return ReplyStats(self.prompt_tokens, self.completion_tokens, seconds)
+            return ReplyStats(
+                self.prompt_tokens, self.completion_tokens, seconds, stopped_for_length=cut
+            )
         completion = tokens_for(self.thinking + self.reply) if self.thinking or self.reply else 0
-        return ReplyStats(self.prompt_estimate, completion, seconds, estimated=True)
+        return ReplyStats(
+            self.prompt_estimate, completion, seconds, estimated=True, stopped_for_length=cut
+        )
 
     def done(self, turn_id: int, status: str, tokens_for: Callable[[str], int]) -> ev.TurnDone:
         return ev.TurnDone(
@@ -131,6 +137,7 @@ class _Progress:
             self.compactions,
             thinking=self.thinking.strip(),
             stats=self.stats(tokens_for),
+            finish_reason=self.finish_reason,
         )
 
 
@@ -442,6 +449,7 @@ class TurnRunner:
                             yield item
             if result is None:
                 return
+            p.finish_reason = result.finish_reason
             if result.usage is not None:
                 if p.prompt_tokens is None:
                     p.prompt_tokens = result.usage.prompt_tokens

@@ -220,7 +220,12 @@ class NewtApp(App[None]):
 
     async def _start_local(self, choice: LocalModel) -> bool:
         """The first-run choice to run a model here: llama-server for the rest of the app."""
-        from newt.agent.local_model import start_local_embeddings, start_local_server
+        from newt.agent.local_model import (
+            reply_token_cap,
+            start_local_embeddings,
+            start_local_server,
+        )
+        from newt.config import save_local_choice
 
         self._say("Starting the local model…")
         try:
@@ -232,6 +237,18 @@ class NewtApp(App[None]):
         self._local_server = server
         self.config.backend.base_url, self.config.backend.model = server.base_url, server.model_name
         self.config.api_key = None  # our own llama-server needs no key; never send one
+        # known now: the first figures are this window's, /settings shows the cap
+        self.config.server_context_tokens = server.ctx
+        self.config.server_reply_cap = reply_token_cap(server.ctx)
+        try:  # every later newt, -c and -p starts it again instead of asking
+            save_local_choice(self.config.path or default_config_path())
+        except (OSError, ValueError) as exc:
+            self.notify(
+                f"The choice was not saved to the config file: {exc}",
+                severity="warning",
+                timeout=8,
+                markup=False,
+            )
         try:  # as `newt --local` does: recall by meaning when MiniLM is cached
             self._local_embeddings = await start_local_embeddings(self.config)
         except Exception as exc:
@@ -264,8 +281,22 @@ class NewtApp(App[None]):
         start = getattr(self.session, "start_background_work", None)
         if callable(start):
             start()
+            self.run_worker(self._meter_after_probe(), group="probe-meter", exit_on_error=False)
         if self._freeze_startup_heap:
             freeze_startup_heap()
+
+    async def _meter_after_probe(self) -> None:
+        """Redraw the status bar once the background probe has landed: a window it
+        found replaces the cached or default one, and the bar must not go on
+        showing the old budget until the first reply (issue 25)."""
+        probed = getattr(self.session, "probed", None)
+        if not callable(probed):
+            return
+        with contextlib.suppress(Exception):
+            await probed()
+        refresh = getattr(self.screen, "refresh_meter", None)
+        if callable(refresh):
+            refresh()
 
     # -- shutdown -----------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """/settings: this conversation's system prompt, temperature, top_p and reply cap.
 
 An empty field means "not set": newt's own persona line, the backend's
-default sampling, no cap on the reply. Bad values are refused here with the
+default sampling and reply cap (shown when newt knows it: the 512 of the
+llama-server it runs itself). Bad values are refused here with the
 reason, and the form keeps what was typed.
 """
 
@@ -34,11 +35,20 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
         Binding("ctrl+s", "save", "Save", priority=True),
     ]
 
-    def __init__(self, settings: ChatSettings, *, model: str, default_prompt: str) -> None:
+    def __init__(
+        self,
+        settings: ChatSettings,
+        *,
+        model: str,
+        default_prompt: str,
+        server_cap: int | None = None,
+    ) -> None:
         super().__init__()
         self.settings = settings
         self.model = model
         self.default_prompt = default_prompt
+        self.server_cap = server_cap
+        """The server's own reply cap, when newt knows it (its managed llama-server)."""
 
     def compose(self) -> ComposeResult:
         s = self.settings
@@ -62,7 +72,7 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
                 for ident, label, value, hint in (
                     ("temperature", "Temperature", s.temperature, "0-2, empty: default"),
                     ("top-p", "Top p", s.top_p, "0-1, empty: default"),
-                    ("max-tokens", "Max reply tokens", s.max_tokens, "empty: no cap"),
+                    ("max-tokens", "Max reply tokens", s.max_tokens, self._cap_hint()),
                 ):
                     with Vertical(classes="number"):
                         yield Label(label, classes="field-label")
@@ -71,6 +81,13 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
             with Horizontal(id="settings-buttons"):
                 yield Button("Save", variant="primary", id="settings-save")
                 yield Button("Cancel", id="settings-cancel")
+
+    def _cap_hint(self) -> str:
+        """What an empty reply cap means: the server's own cap when one is known
+        (the managed llama-server's 512), not "no cap" while replies are cut there."""
+        if self.server_cap:
+            return f"empty: server caps at {self.server_cap}"
+        return "empty: server default"
 
     def on_mount(self) -> None:
         self.query_one("#settings-system", TextArea).focus()

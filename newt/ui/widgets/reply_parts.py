@@ -75,7 +75,8 @@ class ThinkingBlock(Static):
 
 
 def footer_text(stats: Any) -> str:
-    """`1,234 prompt · 56 completion tokens · 23.4 tok/s`; `~` marks newt's estimates."""
+    """`1,234 prompt · 56 completion tokens · 23.4 tok/s`; `~` marks newt's estimates;
+    a reply the backend cut at its length cap ends with "stopped at the length limit"."""
     mark = "~" if stats.estimated else ""
     parts = []
     if stats.prompt_tokens is not None:
@@ -87,4 +88,6 @@ def footer_text(stats: Any) -> str:
         parts.append(f"{speed:.1f} tok/s")
     if stats.estimated:
         parts.append("estimated: the backend reported no usage")
+    if getattr(stats, "stopped_for_length", False):
+        parts.append("stopped at the length limit")
     return " · ".join(parts)
