@@ -30,6 +30,9 @@ from newt.resources import asset_text
 
 APP_NAME = "newt"
 MEMORY_PROVIDERS = ("token_budget", "rolling_window")
+# memory.threshold_pct: below 10% the window holds almost nothing but the newest
+# turn; above 99% no room is left for the estimate's error.
+THRESHOLD_RANGE = (0.10, 0.99)
 # Keys earlier versions knew, still accepted so an old config file keeps
 # working: the lookup shortcut and the capsule orders they set are gone.
 RETIRED_KEYS = frozenset(
@@ -65,7 +68,7 @@ class MemoryConfig:
     context_tokens: int | None = None
     """Explicit context window in tokens; wins over what the backend declares."""
     threshold_pct: float = 0.80
-    """Fraction of the context window the conversation may fill (clamped to 0.10-0.99)."""
+    """Fraction of the context window the conversation may fill, 0.10-0.99 (0.80: 80%)."""
 
 
 @dataclass
@@ -205,6 +208,13 @@ def _apply_file(cfg: Config, path: Path) -> None:
         return
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:  # a TOML file is UTF-8: say where it is not
+        raw = path.read_bytes()[: exc.start]
+        row, col = raw.count(b"\n") + 1, exc.start - (raw.rfind(b"\n") + 1) + 1
+        raise ConfigError(
+            f"{path}, line {row}, column {col}: the config file is not UTF-8 text "
+            f"(byte 0x{exc.object[exc.start]:02x}). Save it as UTF-8 or remove it."
+        ) from None
     try:
         doc = tomlkit.parse(text).unwrap()
     except tomlkit.exceptions.ParseError as exc:
@@ -283,6 +293,13 @@ def _mcp_section(body: Any, path: Path, text: str) -> McpConfig:
 def _validate(cfg: Config, origin: str) -> None:
     if cfg.memory.context_tokens is not None and cfg.memory.context_tokens <= 0:
         raise ConfigError(f"{origin}: memory.context_tokens must be positive")
+    if not THRESHOLD_RANGE[0] <= cfg.memory.threshold_pct <= THRESHOLD_RANGE[1]:
+        # a share of the window, not a percentage: 5 would have been clamped to 0.99
+        raise ConfigError(
+            f"{origin}: memory.threshold_pct must be a fraction from {THRESHOLD_RANGE[0]:.2f} "
+            f"to {THRESHOLD_RANGE[1]:.2f} (0.80 fills 80% of the window), not "
+            f"{cfg.memory.threshold_pct:g}"
+        )
     if cfg.backend.max_retries < 0:
         raise ConfigError(f"{origin}: backend.max_retries must be 0 or more")
     if cfg.backend.timeout_s <= 0:

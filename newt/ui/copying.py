@@ -5,7 +5,8 @@ default, is the last reply), or its code block M (1 is the first block of
 that reply). On a focused message, `c` copies the message and `1`-`9` its
 code blocks. The clipboard write itself is Textual's
 `App.copy_to_clipboard` (OSC 52, which works over SSH and inside tmux with
-`set-clipboard on`); this module only decides the text and its description.
+`set-clipboard on`), and inside tmux also `tmux load-buffer`
+(ui/tmux_clipboard.py); this module only decides the text and its description.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from textual.binding import Binding, BindingType
 from textual.widget import Widget
 
 from newt.ui.copying import lines, pick_code
+from newt.ui.tmux_clipboard import copy_in_tmux
 
 MESSAGE_BINDINGS: list[BindingType] = [
     Binding("c", "copy_message", "Copy message"),
@@ -25,9 +26,17 @@ MESSAGE_BINDINGS: list[BindingType] = [
 
 
 def copy_text(node: Any, text: str, what: str) -> None:
-    """Put `text` on the clipboard (OSC 52) and say what was copied."""
+    """Put `text` on the clipboard (OSC 52) and say where it went: inside tmux
+    also in tmux's own buffer (ui/tmux_clipboard.py), since tmux's default
+    `set-clipboard external` drops OSC 52 from applications."""
     node.app.copy_to_clipboard(text)
-    node.notify(f"Copied {what}.", title="Copy", timeout=3, markup=False)
+    in_tmux = copy_in_tmux(text, what)
+    if in_tmux is None:
+        node.notify(f"Copied {what}.", title="Copy", timeout=3, markup=False)
+        return
+    message, copied = in_tmux
+    severity = "information" if copied else "warning"
+    node.notify(message, title="Copy", severity=severity, timeout=6, markup=False)
 
 
 class MessageKeys:
