@@ -104,8 +104,10 @@ def test_regenerate_edit_attach_and_fork_in_a_terminal(tmp_path: Path) -> None:
         wait_until_gone(term, "What about @missing.txt?")
         term.type("/fork 1")
         term.keys("Enter")
-        term.wait_for("Forked into a new conversation")
-        wait_until_gone(term, "Forked into", "Not sent")  # the picture without the toasts
+        # said in the log, where it stays, and the fork is titled apart from its original
+        screen = term.wait_for("Forked at turn 1 into a new conversation")
+        assert "What is a lake? (fork)" in screen
+        wait_until_gone(term, "Not sent")  # the picture without the toasts
         term.keys("C-o")
         screen = term.wait_for("↳ fork of What is a lake?")
         term.screenshot(

@@ -10,6 +10,7 @@ and share its recall record, so the index holds every fact once.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -48,6 +49,23 @@ async def mark_replaced(conn: aiosqlite.Connection, old_id: int, new_id: int) ->
         )
 
 
+_FORK_SUFFIX = re.compile(r" \(fork(?: (\d+))?\)$")
+
+
+def fork_title(title: str) -> str:
+    """The title of a fork of `title`: "Trip (fork)", then "Trip (fork 2)" for a
+    fork of that fork, and so on. Why: in /resume and the header a fork must
+    not look like its original (an empty title stays empty: the first message
+    titles it)."""
+    if not title:
+        return title
+    found = _FORK_SUFFIX.search(title)
+    if found is None:
+        return f"{title} (fork)"
+    n = int(found.group(1) or 1) + 1
+    return f"{title[: found.start()]} (fork {n})"
+
+
 async def fork_conversation(
     db: Database, source: Conversation, rows: Sequence[StoredTurn], at_turn: int
 ) -> Conversation:
@@ -57,11 +75,12 @@ async def fork_conversation(
         raise KeyError(f"no turn {at_turn} in conversation {source.id}")
     now = time.time()
     conv_id = uuid.uuid4().hex
+    title = fork_title(source.title)
     async with db.transaction() as conn:
         await conn.execute(
             "INSERT INTO conversations(id, title, model, base_url, created_at, updated_at,"
             " parent_id, forked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (conv_id, source.title, source.model, source.base_url, now, now, source.id, at_turn),
+            (conv_id, title, source.model, source.base_url, now, now, source.id, at_turn),
         )
         new_ids: dict[int, int] = {}  # original row id -> its copy's
         for row in fork_rows(rows, at_turn):
@@ -78,7 +97,7 @@ async def fork_conversation(
         await _copy_settings(conn, source.id, conv_id, new_ids, now)
     return Conversation(
         conv_id,
-        source.title,
+        title,
         source.model,
         source.base_url,
         now,

@@ -8,7 +8,9 @@ through the CommandHost protocol: this module never imports the screen.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import unicodedata
 from collections.abc import Awaitable
 from pathlib import Path
 
@@ -39,9 +41,20 @@ NOT_WHILE_BUSY = {
 }
 
 
+def title_slug(title: str, most: int = 40) -> str:
+    """`title` as a file-name part: letters and digits of any script kept
+    ("tromsø", not "troms"), anything else (slashes, dots, spaces, control
+    characters) one "-"; at most `most` characters, "conversation" if empty.
+    Why: an export named after "Tromsø" must still say so, and never climb
+    out of its directory."""
+    text = unicodedata.normalize("NFC", title).casefold()
+    slug = re.sub(r"-+", "-", "".join(c if c.isalnum() else "-" for c in text))
+    return slug.strip("-")[:most].strip("-") or "conversation"
+
+
 def export_path(title: str, conv_id: str, fmt: str, directory: Path) -> Path:
     """A new file in `directory` named after the conversation; never overwrites."""
-    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40] or "conversation"
+    slug = title_slug(title)
     stem = f"newt-{conv_id[:8]}-{slug}"
     path = directory / f"{stem}.{fmt}"
     n = 1
@@ -194,11 +207,16 @@ class ChatCommands(ModelCommands):
             self.screen.feedback("Usage: /fork [N] (N: the turn to fork at, 1 = the first)")
             return
         conv = await self.session.fork(int(arg) if arg else None)
-        self.screen.load_conversation()
-        self.screen.notify(
-            f"Forked into a new conversation ({conv.id[:8]}); /resume lists it under its parent.",
-            timeout=4,
-            markup=False,
+        loading = self.screen.load_conversation()
+        wait = getattr(loading, "wait", None)
+        if wait is not None:  # the notice goes below the fork's history, not under it
+            with contextlib.suppress(Exception):
+                await wait()
+        at = f"turn {arg}" if arg else "the last turn"
+        # in the log, not only a toast: the fork's history looks just like the original's
+        self.screen.feedback(
+            f"Forked at {at} into a new conversation, “{conv.title or 'untitled'}”"
+            f" ({conv.id[:8]}); the original is unchanged, /resume lists both."
         )
 
     async def cmd_export(self, arg: str) -> None:
