@@ -213,12 +213,18 @@ class AssistantMessage(MessageKeys, Vertical, can_focus=True):
         """Append streamed reasoning to the thinking block."""
         if text:
             self.entry.thinking += text
+            if self.entry.status == "streaming" and not self.thinking.live:
+                self.thinking.live = True  # thinking again (after a tool call)
             self.thinking.append(text)
 
     async def write(self, text: str) -> None:
         """Append streamed text to the current Markdown segment."""
         if not text:
             return
+        if self.thinking.live:
+            # the answer has begun, so the thinking is over: fold it now, not
+            # when the turn is stored, after the reply's last word (issue 25)
+            self.thinking.finish()
         if self._stream is None:
             from newt.ui.widgets.streaming_markdown import StreamingMarkdown  # see HistoryMarkdown
 
