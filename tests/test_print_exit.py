@@ -39,6 +39,8 @@ def _dead_port() -> int:
 @pytest.fixture
 def history(fake_openai: FakeOpenAI, _isolated_home: Path) -> Path:
     """Three turns stored, none embedded; later runs embed through a dead endpoint."""
+    # newt embeds in process by default: the history turns must not embed
+    (_isolated_home / "config.toml").write_text('[recall]\nembeddings = "off"\n')
     for i in range(3):
         fake_openai.script(Reply(text=f"reply number {i} about harbors and codes"))
         done = newt_cmd(
