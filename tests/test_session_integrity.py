@@ -228,6 +228,12 @@ async def test_resident_keys_never_keep_an_old_record(tmp_path: Path) -> None:
         turns = sorted(k for k in keys if k[0] in "tr")
         resident = ids[-provider.resident_turns() :]
         assert turns == sorted([f"t{i}" for i in resident] + [f"r{i}" for i in resident])
+        # a reopen computes the same keys from the log
+        conv = log.conversation
+        assert conv is not None
+        reopened = ConversationLog(store, model="m", base_url="u")
+        reopened.track_resident(await reopened.load(conv), provider.resident_turns())
+        assert reopened.resident_keys() == keys
 
 
 async def test_a_huge_tool_result_is_cut_to_the_window(fake_openai: FakeOpenAI) -> None:

@@ -28,10 +28,12 @@ class ConversationLog:
         self.model = model
         self.base_url = base_url
         self.conversation: Conversation | None = None
-        # Keys of resident ordinary turns, oldest first, and of the record at
-        # the head of the working set. Kept apart so a fold can never leave an
-        # old record's key among the turns' (it would hide a resident turn).
-        self._turn_keys: list[str] = []
+        # Keys of resident ordinary turns, oldest first, one entry per turn (its
+        # message and its reply), and of the record at the head of the working
+        # set. Kept apart so a fold can never leave an old record's key among
+        # the turns' (it would hide a resident turn); kept per turn so a fold
+        # keeps the keys of `resident_turns` turns, not of that many records.
+        self._turn_keys: list[tuple[str, ...]] = []
         self._record_key: str | None = None
         # (rows, newest id, pending rows) as of our last read or write: another
         # newt appending or completing a turn changes it.
@@ -71,7 +73,7 @@ class ConversationLog:
         live = live_rows(log, excluded)
         kept = [t for t in live if t.kind == "turn" and t.status in _RESIDENT_STATUSES]
         records = [t for t in live if t.kind == "compaction"]
-        self._turn_keys = [k for t in _newest(kept, resident_turns) for k in t.record_keys]
+        self._turn_keys = [t.record_keys for t in _newest(kept, resident_turns)]
         self._record_key = records[-1].record_key if records else None
 
     async def ensure(self) -> Conversation:
@@ -131,7 +133,7 @@ class ConversationLog:
         self.replacing = self.replacing_key = None
         self.tally.add(turn_id, stats)
         self._settled()
-        self._turn_keys += [f"t{turn_id}", f"r{turn_id}"]
+        self._turn_keys.append((f"t{turn_id}", f"r{turn_id}"))
 
     async def index_tool_results(
         self, turn_id: int, results: list[tuple[str, dict[str, Any], str]]
@@ -174,7 +176,7 @@ class ConversationLog:
         self._seen = (rows, newest, max(0, pending - 1))
 
     def resident_keys(self) -> set[str]:
-        keys = set(self._turn_keys)
+        keys = {k for turn in self._turn_keys for k in turn}
         if self._record_key is not None:
             keys.add(self._record_key)
         if self.replacing_key is not None:  # the turn being replaced: message and reply
