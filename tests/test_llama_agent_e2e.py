@@ -1,14 +1,18 @@
 """End to end: `newt -p ... -c` against the real llama-server until it compacts, then `-r`.
 
 The server runs with a 1,024-token window and replies capped at 40 tokens, so a
-handful of turns passes the 819-token budget and TokenBudget must compact.
+handful of turns passes the 819-token budget and TokenBudget must compact. A
+reply stopped at that cap makes print mode exit 1 (finish_reason "length");
+the turn is still complete and saved, which is all this test needs of it.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +44,18 @@ TOPICS = [
 ]
 
 
+def _turn_output(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """The --json output of a whole reply, or of one stopped at the 40-token cap
+    (exit 1 by design, a complete turn saved as it is); anything else fails."""
+    data: dict[str, Any] = json.loads(result.stdout) if result.stdout else {}
+    if result.returncode == 1 and data.get("finish_reason") == "length":
+        assert "length limit" in result.stderr, result.stderr
+        assert data["status"] == "complete" and data["error"] is None, data
+    else:
+        assert result.returncode == 0, result.stderr
+    return data
+
+
 def test_conversation_compacts_and_resumes_with_the_same_fullness(
     small_llama: LocalLlamaServer, _isolated_home: Path
 ) -> None:
@@ -47,9 +63,7 @@ def test_conversation_compacts_and_resumes_with_the_same_fullness(
     outputs = []
     for i, text in enumerate(TOPICS):
         argv = [*base, *(["-c"] if i else []), "-p", text, "--json"]
-        result = newt_cmd(*argv, home=_isolated_home, timeout=300)
-        assert result.returncode == 0, result.stderr
-        outputs.append(json.loads(result.stdout))
+        outputs.append(_turn_output(newt_cmd(*argv, home=_isolated_home, timeout=300)))
     conv_ids = {o["conversation_id"] for o in outputs}
     assert len(conv_ids) == 1
     last = outputs[-1]
@@ -68,8 +82,7 @@ def test_conversation_compacts_and_resumes_with_the_same_fullness(
     resumed = newt_cmd(
         *base, "-r", conv_id[:8], "-p", "And the goats?", "--json", home=_isolated_home, timeout=300
     )
-    assert resumed.returncode == 0, resumed.stderr
-    data = json.loads(resumed.stdout)
+    data = _turn_output(resumed)
     assert data["conversation_id"] == conv_id
     assert data["resumed_memory"]["used"] == last["memory"]["used"]
     assert data["resumed_memory"]["budget"] == last["memory"]["budget"]
