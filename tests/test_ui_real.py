@@ -110,6 +110,11 @@ async def test_backend_error_inline_retry(home: Path, fake_openai: FakeOpenAI) -
 
 
 async def test_resume_picker_and_export(home: Path, fake_openai: FakeOpenAI) -> None:
+    # Replies of their own: the default "ok: <last user text>" would echo the
+    # second request's recall capsules (the first conversation's volcanoes, found
+    # by meaning) into the second conversation's stored reply, and the filter
+    # would then rightly match it too.
+    fake_openai.script(Reply(text="Lava and ash."), Reply(text="Water runs downhill."))
     app = NewtApp(config_for(fake_openai))
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
