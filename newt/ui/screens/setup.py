@@ -36,7 +36,8 @@ from newt.config import save_settings
 INTRO = (
     "newt needs a model to talk to. None is configured, and nothing answered on the usual "
     "local ports (llama-server 8080, Ollama 11434, LM Studio 1234, vLLM 8000). The first "
-    "choice runs one here and is saved to the config file: later runs start it directly."
+    "choice runs one here, as `newt --local` does, and is saved to the config file: later "
+    "runs start it directly."
 )
 LOCAL_ABOUT = (
     "SmolLM2-135M-Instruct on llama.cpp's llama-server, fully offline: a small model that "
