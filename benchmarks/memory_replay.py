@@ -53,7 +53,7 @@ from benchmarks.memory_answers import (
     content_of,
     evidence_rank,
 )
-from newt.recall.dedupe import holds
+from newt.recall.engine import holds
 from newt.recall.fts_query import query_terms
 
 VARIANTS = (

@@ -4,6 +4,8 @@ cause an overflow."""
 
 from __future__ import annotations
 
+import math
+
 from newt.agent import events as ev
 from newt.agent.evidence import (
     EVIDENCE_SHARE,
@@ -25,7 +27,7 @@ def test_the_budget_is_a_share_of_the_room_capped_by_the_config() -> None:
     assert evidence_budget(4000, 131072) == 4000
     assert evidence_budget(0, 131072) == 0  # recall off stays off
     assert evidence_budget(-5, 131072) == 0
-    small = int(MIN_EVIDENCE_TOKENS / EVIDENCE_SHARE)  # a share just below the minimum
+    small = math.ceil(MIN_EVIDENCE_TOKENS / EVIDENCE_SHARE) - 1  # a share just below the minimum
     assert int(small * EVIDENCE_SHARE) < MIN_EVIDENCE_TOKENS
     assert evidence_budget(1024, small) == 0  # too small to hold an excerpt
     assert evidence_budget(MIN_EVIDENCE_TOKENS, 100_000) == MIN_EVIDENCE_TOKENS

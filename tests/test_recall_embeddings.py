@@ -29,7 +29,7 @@ from newt.recall.embedder import (
     chunks,
     make_embedder,
 )
-from newt.recall.engine import RRF_K, fuse
+from newt.recall.engine import fuse
 from newt.recall.vectors import LOAD_PAGE, VectorIndex, normalized, pack, unpack
 from newt.store import Database, Store
 from tests.fake_openai import FakeOpenAI
@@ -65,13 +65,13 @@ def _embedding_requests(fake: FakeOpenAI) -> int:
 
 
 def test_fuse_prefers_records_both_rankings_agree_on() -> None:
-    lexical = [(1, -9.0), (2, -5.0), (3, -1.0)]
-    meaning = [(3, 0.9), (4, 0.8)]
-    fused = fuse(lexical, meaning)
+    lexical = [(1, -9.0), (2, -8.5), (3, -8.0)]
+    meaning = [(3, 0.9), (4, 0.85)]
+    fused = fuse(lexical, meaning, 0.5)
     assert [rowid for rowid, _ in fused] == [3, 1, 2, 4]
-    assert fused[0][1] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
+    assert fused[0][1] == pytest.approx(0.5 * 8 / 9 + 0.5)
     # Equal fused scores keep the lexical order (exact matches first).
-    assert [r for r, _ in fuse([(7, 0.0)], [(8, 0.0)])] == [7, 8]
+    assert [r for r, _ in fuse([(7, -1.0), (8, -1.0)], [], 0.5)] == [7, 8]
 
 
 def test_vectors_are_unit_float32_blobs() -> None:

@@ -14,7 +14,7 @@ from newt.recall import (
     RecallRequest,
     recoverability,
 )
-from newt.recall.engine import MIN_POOL, NEIGHBOUR_SHARE, NEWER_SHARE, POOL_FACTOR, RRF_K
+from newt.recall.engine import MIN_POOL, NEIGHBOUR_SHARE, NEWER_SHARE, POOL_FACTOR, fuse
 from newt.store import Store
 
 FILLER = (
@@ -310,13 +310,26 @@ async def said_turn(store: Store, conv_id: str, user: str, assistant: str, at: f
     return turn_id
 
 
-async def test_lexical_scores_are_reciprocal_ranks(store: Store) -> None:
-    # Without an embedder the score is still the fused one: 1 / (RRF_K + rank).
+async def test_lexical_scores_are_shares_of_the_best(store: Store) -> None:
+    # Without an embedder the score is the record's bm25 as a share of the best's.
     await store.records.add("n1", "note", "the depot is somewhere north " + FILLER)
     await store.records.add("n2", "note", "Vellmar depot: the Vellmar depot code.")
     response = await RecallEngine(store).recall(RecallRequest("vellmar depot north"))
     assert [m.key for m in response.memories] == ["n2", "n1"]
-    assert [m.score for m in response.memories] == pytest.approx([1 / (RRF_K + 1), 1 / (RRF_K + 2)])
+    best, other = (m.score for m in response.memories)
+    assert best == pytest.approx(1.0) and 0.0 < other < 1.0
+
+
+def test_fusion_weighs_both_rankings_by_score() -> None:
+    lexical = [(1, -9.0), (2, -3.0), (3, -1.0)]  # bm25: lower is better
+    nearest = [(3, 0.8), (4, 0.4)]  # cosine: higher is better
+    fused = dict(fuse(lexical, nearest, 0.5))
+    assert fused[1] == pytest.approx(0.5)  # words only, the best there
+    assert fused[3] == pytest.approx(0.5 * 1 / 9 + 0.5)  # in both: words and the best meaning
+    assert fused[4] == pytest.approx(0.25)
+    assert [rowid for rowid, _ in fuse(lexical, nearest, 0.5)][:2] == [3, 1]
+    # words alone: their order, the best scoring 1
+    assert fuse(lexical, [], 0.5) == pytest.approx([(1, 1.0), (2, 3 / 9), (3, 1 / 9)])
 
 
 async def test_the_candidate_pool_is_at_least_min_pool(
@@ -379,7 +392,9 @@ async def test_a_hit_brings_the_newest_later_statement_of_its_rarest_word(store:
     # later statements that hold only "locker" (the rarer word) are not
     # candidates. The best hit still brings the newest of them, just below it.
     for i in range(MIN_POOL + 2):
-        await store.records.add(f"n{i}", "note", f"Locker code {i}.", created_at=START + i)
+        # each a word longer than the last, so bm25 tells them apart
+        text = f"Locker code {i}." + " More." * i
+        await store.records.add(f"n{i}", "note", text, created_at=START + i)
     for i in range(10):  # "code" is the commoner word
         await store.records.add(f"d{i}", "note", f"The code of door {i}.", created_at=START + i)
     await store.records.add(
@@ -392,12 +407,16 @@ async def test_a_hit_brings_the_newest_later_statement_of_its_rarest_word(store:
         created_at=START + 9 * DAY,
     )
     engine = RecallEngine(store)
+    engine.newer_share = 0.99  # just below its hit, so a short recall shows it
     first, second, third = (await engine.recall(RecallRequest("locker code", limit=3))).memories
     assert second.key == "newest"  # the newest, not "older"
-    assert second.score == pytest.approx(first.score * NEWER_SHARE)
+    assert second.score == pytest.approx(first.score * 0.99)
     assert first.key.startswith("n") and third.key.startswith("n")
-    engine.newer_hits = 0  # without it, neither later statement is recalled
+    engine.newer_share = NEWER_SHARE  # the default: below the hits as good as its own
     found = (await engine.recall(RecallRequest("locker code", limit=3))).memories
+    assert "newest" not in {m.key for m in found}
+    engine.newer_hits = 0  # without it, neither later statement is recalled
+    found = (await engine.recall(RecallRequest("locker code", limit=MIN_POOL))).memories
     assert {m.key for m in found}.isdisjoint({"newest", "older"})
 
 

@@ -17,7 +17,6 @@ from newt.recall import (
     RetentionReport,
     retain_within_budget,
 )
-from newt.recall.dedupe import drop_repeats
 from newt.recall.presentation import (
     EVIDENCE_HEADER,
     KEYS_LINE,
@@ -28,7 +27,6 @@ from newt.recall.presentation import (
     when,
 )
 from newt.store import Store
-from newt.store.models import MemoryRecord
 
 FACT = "the locker code for the amber harbor is 4417"
 # Local noon, so the day does not depend on the machine's time zone.
@@ -190,90 +188,6 @@ async def test_recall_shows_each_message_with_its_day_and_speaker(store: Store) 
     keys = [c.retrieval_key for c in chronological(report.capsules)]
     assert keys[:2] == [fact_key, "r" + fact_key[1:]]
     assert lines[-1] == KEYS_LINE.format(keys=", ".join(keys))
-
-
-def _record(i: int, content: str, score: float, role: str | None = "user") -> MemoryRecord:
-    return MemoryRecord(i, f"t{i}", "turn", "c", content, 0, float(i), score, role=role)  # type: ignore[arg-type]
-
-
-def test_a_reply_repeating_a_fact_yields_to_the_original() -> None:
-    original = _record(3, f"Please remember: {FACT}.", 4.0)
-    echo = _record(40, "The locker code for the amber harbor is 4417.", 9.0, "assistant")
-    other = _record(20, "the gate code for the blue pier is 8812", 2.0)
-    kept, dups = drop_repeats([echo, original, other], ["locker", "code", "amber", "harbor"])
-    assert [r.key for r in kept] == ["t3", "t20"]
-    assert kept[0].score == 9.0  # the original takes its echo's place
-    assert [(d.key, d.original) for d in dups] == [("t40", "t3")]
-
-
-def test_a_compaction_record_repeating_a_message_yields_to_the_message() -> None:
-    turn = _record(3, f"By the way, {FACT}.", 3.0)
-    summary = _record(
-        30,
-        "[CONTEXT COMPACTION — REFERENCE ONLY]\n- Locker codes: amber harbor locker code 4417.\n"
-        "- The user likes sailing.",
-        5.0,
-        None,
-    )
-    kept, _ = drop_repeats([summary, turn], ["locker", "codes", "amber", "harbor"])
-    assert [r.key for r in kept] == ["t3"]
-
-
-def test_an_empty_answer_is_a_repeat_but_a_new_fact_is_not() -> None:
-    original = _record(3, FACT, 1.0)
-    empty = _record(50, "I don't know the locker code for the amber harbor.", 6.0, "assistant")
-    changed = _record(60, "the locker code for the amber harbor is now 5521", 5.0)
-    wrong = _record(70, "It is 4471, the amber harbor locker code.", 4.0, "assistant")
-    kept, _ = drop_repeats([empty, changed, wrong, original], ["locker", "code", "amber"])
-    assert [r.key for r in kept] == ["t3", "t60", "t70"]
-
-
-def test_short_words_must_match_whole() -> None:
-    original = _record(1, "the gate code is 4417", 1.0)
-    other = _record(2, "the gate code is 4", 1.0)
-    kept, _ = drop_repeats([original, other], ["gate", "code"])
-    assert [r.key for r in kept] == ["t1", "t2"]
-
-
-async def test_the_same_fact_from_a_message_its_summary_and_an_echo_is_one_hit(
-    store: Store,
-) -> None:
-    conv = await store.conversations.create()
-    fact_key = await _turn(store, conv.id, f"Please remember that {FACT}.", "I will remember.")
-    await _turn(store, conv.id, "Tell me about tides.", "Tides follow the moon.")
-    compaction = await store.turns.add_compaction(
-        conv.id,
-        f"[CONTEXT COMPACTION — REFERENCE ONLY]\nUser: Please remember that {FACT}.\n"
-        "Assistant: I will remember.\nUser: Tell me about tides.",
-        resident_turns=0,
-        used_after=10,
-    )
-    asked = await _turn(
-        store,
-        conv.id,
-        "What is the locker code for the amber harbor?",
-        "The locker code for the amber harbor is 4417.",
-    )
-    echo = "r" + asked[1:]
-    engine = RecallEngine(store)
-    # the hits alone, without the messages recall adds around them
-    engine.neighbour_hits = engine.newer_hits = 0
-    query = RecallRequest("locker code amber harbor?", retained_token_budget=1024)
-    response = await engine.recall(query)
-    found = [m.key for m in response.memories]
-    # the summary and the reply repeating the fact are dropped; the original
-    # takes the echo's (better) place; the question itself states nothing
-    assert found[0] == fact_key
-    assert echo not in found and f"c{compaction}" not in found
-    report = response.retained_evidence
-    assert report is not None and {c.id for c in report.capsules} == set(found)
-    counts = await store.db.conn.execute("SELECT key, access_count FROM memory_records")
-    hits = {row[0]: row[1] for row in await counts.fetchall()}
-    assert hits[echo] == hits[f"c{compaction}"] == 0  # repeats are not counted
-    # with repeats kept, both come back (so the test above depends on dropping them)
-    engine.drop_repeated = False
-    again = [m.key for m in (await engine.recall(query)).memories]
-    assert echo in again and f"c{compaction}" in again
 
 
 async def test_failed_turns_are_not_recalled(store: Store) -> None:

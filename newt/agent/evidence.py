@@ -19,7 +19,7 @@ from newt.store import NoteRepo
 
 # Share of (context window - reply reserve) the capsules of one request may
 # take; benchmarks/locomo.py chose it (README).
-EVIDENCE_SHARE = 0.35
+EVIDENCE_SHARE = 0.5
 # Below this the capsules would not hold one useful excerpt: recall is skipped.
 MIN_EVIDENCE_TOKENS = 48
 # Records recall may offer per request: packing then keeps what fits.

@@ -9,19 +9,19 @@ A recall is a few cheap statements so it stays fast on large stores:
 3. rank in the FTS5 index alone (see fts_query.plan_search), reading no content;
 4. with embeddings: embed the query (briefly; on failure, lexical only), rank
    the stored vectors (see vectors.py) and fuse both rankings (`fuse`);
-5. read the best candidates' rows (the only full contents ever loaded), drop
-   repeats of an older record (see dedupe.py), add the messages next to the
-   best hits and the newest later statement about them (`_with_context`);
+5. read the best candidates' rows (the only full contents ever loaded), add
+   the messages next to the best hits and the newest later statement about
+   them (`_with_context`);
 6. one `UPDATE ... RETURNING` that counts the hit on exactly the returned records.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 
-from newt.recall.dedupe import drop_repeats, holds
 from newt.recall.embedder import Embedder
 from newt.recall.excerpt import focus_terms
 from newt.recall.fts_query import (
@@ -55,16 +55,16 @@ COMMON_WORDS_REMEMBERED = 20_000
 # their best.
 POOL_FACTOR = 2
 MIN_POOL = 48
-# Reciprocal rank fusion's constant (Cormack et al. 2009): a record's fused
-# score is the sum over rankings of 1 / (RRF_K + rank), rank counted from 1.
-RRF_K = 60
+# Share of the fused score that comes from the words (the rest from meaning);
+# benchmarks/locomo.py chose it.
+LEXICAL_WEIGHT = 0.6
 # The best NEIGHBOUR_HITS hits bring the messages next to them, scored at
 # NEIGHBOUR_SHARE of the hit's; the best NEWER_HITS bring the newest later
 # record holding their rarest query word, at NEWER_SHARE (see _with_context).
 NEIGHBOUR_HITS = 8
 NEIGHBOUR_SHARE = 0.9
 NEWER_HITS = 3
-NEWER_SHARE = 0.99
+NEWER_SHARE = 0.5
 
 # bm25 is a sum over the query's phrases: the plan's match repeats the rare
 # words, so subtracting their bm25 leaves exactly bm25 over every word.
@@ -127,18 +127,40 @@ def to_candidates(records: Sequence[MemoryRecord], now: float) -> list[Retention
     ]
 
 
-def fuse(*rankings: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
-    """Reciprocal rank fusion of rankings of (rowid, anything), best first.
+def _unit_scores(
+    ranking: Sequence[tuple[int, float]], *, lower_is_better: bool
+) -> dict[int, float]:
+    """Scores of one ranking as shares of its best (1.0: the best; never below 0)."""
+    values = {rowid: max(0.0, -s if lower_is_better else s) for rowid, s in ranking}
+    best = max(values.values(), default=0.0)
+    if best <= 0:
+        return {rowid: 1.0 for rowid in values}
+    return {rowid: v / best for rowid, v in values.items()}
 
-    Ranks, not scores, are fused: bm25 and cosine are on unrelated scales.
-    A record in both rankings beats one in either; ties keep the first
-    ranking's order (the lexical one: its matches are exact).
-    """
-    fused: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, (rowid, _) in enumerate(ranking, start=1):
-            fused[rowid] = fused.get(rowid, 0.0) + 1.0 / (RRF_K + rank)
-    return sorted(fused.items(), key=lambda item: -item[1])
+
+def fuse(
+    lexical: Sequence[tuple[int, float]],
+    nearest: Sequence[tuple[int, float]],
+    lexical_weight: float = LEXICAL_WEIGHT,
+) -> list[tuple[int, float]]:
+    """The lexical (rowid, bm25) and meaning (rowid, cosine) rankings as one,
+    best first: each score taken as a share of its ranking's best, then
+    weighted and summed (a record missing from a ranking scores 0 there).
+
+    Scores, not only ranks, take part: a record far ahead of the rest in
+    one ranking stays ahead. Ties keep the lexical order (its matches are
+    exact)."""
+    words = _unit_scores(lexical, lower_is_better=True)
+    meaning = _unit_scores(nearest, lower_is_better=False)
+    if not meaning:
+        return [(rowid, words[rowid]) for rowid, _ in lexical]
+    order = {rowid: n for n, (rowid, _) in enumerate(lexical)}
+    fused = {
+        rowid: lexical_weight * words.get(rowid, 0.0)
+        + (1.0 - lexical_weight) * meaning.get(rowid, 0.0)
+        for rowid in {*words, *meaning}
+    }
+    return sorted(fused.items(), key=lambda item: (-item[1], order.get(item[0], len(order))))
 
 
 class RecallEngine:
@@ -176,7 +198,7 @@ class RecallEngine:
         self.neighbour_share = NEIGHBOUR_SHARE
         self.newer_hits = NEWER_HITS
         self.newer_share = NEWER_SHARE
-        self.drop_repeated = True
+        self.lexical_weight = LEXICAL_WEIGHT
 
     async def recall(
         self,
@@ -189,8 +211,7 @@ class RecallEngine:
 
         Each returned record's access_count is incremented, and the record is
         reported with the count *after* this hit (so it includes this recall).
-        `score` is -bm25, or the fused score when the meaning-based ranking
-        took part: higher is better either way. Records whose key is in
+        `score` is the fused score (see `fuse`): higher is better. Records whose key is in
         `exclude_keys` (already resident in the working set) are neither
         returned nor counted. Never raises on odd user text: a query without
         words returns no memories.
@@ -249,12 +270,10 @@ class RecallEngine:
         if words:
             lexical, focus = await self._lexical(query, words, pool, excluded)
         nearest = await self._nearest(query, pool, excluded)
-        ranked = fuse(lexical, nearest)
+        ranked = fuse(lexical, nearest, self.lexical_weight)
         if not ranked:
             return [], focus
         records = await self._load(ranked[:pool])
-        if self.drop_repeated:
-            records, _ = drop_repeats(records, focus or words)
         records = await self._with_context(records, focus or words, excluded)
         return await self._count_hits(records[:limit]), focus
 
@@ -418,3 +437,11 @@ class RecallEngine:
             (json.dumps(list(keys)),),
         )
         return {row[0] for row in await cur.fetchall()}
+
+
+def holds(text: str, word: str) -> bool:
+    """Whether lowercased `text` holds query word `word` (`code` is in `codes`)."""
+    if len(word) > 3:
+        return word in text
+    # A short word (a number, an initial) must stand alone: `4` is not in `4417`.
+    return re.search(r"\b" + re.escape(word) + r"\b", text) is not None
