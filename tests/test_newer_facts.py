@@ -20,7 +20,7 @@ from newt.memory.types import COMPACTION_MARKER
 from tests.agent_helpers import make_config, run_turn
 from tests.fake_openai import FakeOpenAI, Reply
 
-CONFIG = '[memory]\ncontext_tokens = 2048\n[recall]\nembeddings = "off"\n'
+CONFIG = '[memory]\ncontext_tokens = 2048\n[recall]\nembeddings = "{}"\n'
 DAY = 86_400.0
 START = 1_700_000_000.0
 
@@ -86,6 +86,12 @@ class Chat:
             await self.say(FILLER[i % len(FILLER)].format(topic), reply)
 
     async def ask(self, question: str) -> list[dict[str, Any]]:
+        queue = self.session.recall_parts.queue
+        if queue is not None:  # with meaning on: every record embedded first
+            assert await queue.wait_idle(120)
+            cur = await self.session.store.db.conn.execute("SELECT count(*) FROM memory_vectors")
+            row = await cur.fetchone()
+            assert row is not None and row[0] > 0, "the meaning path embedded nothing"
         await self.say(question, "(answer)")
         return list(self.fake.chat_requests[-1].body["messages"])
 
@@ -123,9 +129,12 @@ def assert_newest_wins(messages: list[dict[str, Any]], old: str, new: str) -> No
     assert sent.rindex(old) < sent.rindex(new), "the old value is read after the new one"
 
 
-@pytest.fixture
-async def chat(fake_openai: FakeOpenAI) -> Any:
-    session = await ChatSession.open(make_config(fake_openai.base_url, CONFIG))
+@pytest.fixture(params=["off", "auto"], ids=["words", "words+meaning"])
+async def chat(fake_openai: FakeOpenAI, request: pytest.FixtureRequest) -> Any:
+    """Each scenario by words alone and with the meaning path (MiniLM in process)."""
+    session = await ChatSession.open(
+        make_config(fake_openai.base_url, CONFIG.format(request.param))
+    )
     try:
         yield Chat(fake_openai, session)
     finally:
