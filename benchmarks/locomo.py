@@ -25,7 +25,8 @@ Beside newt, in the same run and from the same turns:
   no memory  the newest exchanges that fit the window less the reply reserve
   bm25       FTS5 bm25 (porter unicode61) over the exchanges (one document
              each), the question's words OR-ed, best first while they fit
-             newt's evidence budget at that window; no recent turns at all
+             the evidence budget newt had for that question (its block as
+             rendered must fit the same budget); no recent turns at all
 
 `--quick`: one conversation (conv-41), its first 8 sessions, the questions
 whose evidence lies there. `--set` changes newt's config ([recall] keys);
@@ -55,7 +56,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from newt.agent.capability_tracker import REPLY_RESERVE_MAX  # noqa: E402
-from newt.agent.evidence import evidence_budget  # noqa: E402
 from newt.agent.session import ChatSession  # noqa: E402
 from newt.config import Config  # noqa: E402
 from newt.store import Store  # noqa: E402
@@ -239,7 +239,9 @@ async def ask(
     fake: FakeOpenAI,
     question: Question,
     args: argparse.Namespace,
-) -> tuple[dict[str, Any] | None, float]:
+) -> tuple[dict[str, Any] | None, float, int]:
+    """The request newt sent for `question`, the seconds it took, and the
+    evidence budget newt had for it (what the bm25 line gets)."""
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -256,9 +258,11 @@ async def ask(
         try:
             await session.continue_latest()
             await send(session, question.text)
+            report = session.last_retention
+            budget = report.budget_tokens if report is not None else 0
         finally:
             await session.close()
-    return scripted.seen, time.perf_counter() - started
+    return scripted.seen, time.perf_counter() - started, budget
 
 
 # ------------------------------------------------------------- baselines
@@ -349,9 +353,8 @@ def table(window: int, outcomes: list[Outcome], budget: int) -> list[str]:
 async def run_window(
     dialogues: list[Dialogue], window: int, args: argparse.Namespace, tmp: Path
 ) -> tuple[list[Outcome], list[dict[str, Any]], int]:
-    config = make_config(tmp, "http://127.0.0.1:1/v1", window, args.set)
-    budget = evidence_budget(config.recall.retained_token_budget, room(window))
     outcomes: list[Outcome] = []
+    budgets: list[int] = []
     rows: list[dict[str, Any]] = []
     with FakeOpenAI(n_ctx=window) as fake:
         for dialogue in dialogues:
@@ -364,9 +367,10 @@ async def run_window(
                   f" in {played:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
             bm25 = Bm25(dialogue)
             for question in dialogue.questions:
-                request, seconds = await ask(
+                request, seconds, budget = await ask(
                     dialogue, home / "newt.db", tmp / "q", window, fake, question, args
                 )
+                budgets.append(budget)
                 sent = request_text(request) if request else ""
                 evidence = [norm(dialogue.texts[e]) for e in question.evidence]
                 plain = norm("\n".join(no_memory(dialogue, window, question)))
@@ -396,7 +400,7 @@ async def run_window(
                         "tokens": outcome.tokens,
                     }
                 )
-    return outcomes, rows, budget
+    return outcomes, rows, int(statistics.median(budgets)) if budgets else 0
 
 
 async def main_async(args: argparse.Namespace) -> int:

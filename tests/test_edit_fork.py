@@ -293,7 +293,7 @@ async def test_regenerating_a_forked_turn_keeps_the_parent_recallable(
     await collect(session.regenerate())  # replaces the copy, not the parent's turn
     assert await session.store.records.get(original.record_key) is not None
     found = await session.recall.recall(RecallRequest("axolotl salamander"))
-    assert [r.key for r in found.memories][:1] == [original.record_key]
+    assert original.record_key in [r.key for r in found.memories]
     await session.close()
 
 

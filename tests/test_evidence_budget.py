@@ -4,6 +4,7 @@ cause an overflow."""
 
 from __future__ import annotations
 
+import json
 import math
 
 from newt.agent import events as ev
@@ -47,11 +48,22 @@ async def test_a_small_window_gets_a_small_evidence_budget(fake_openai: FakeOpen
         events = await run_turn(session, "What is the locker code for the amber harbor?")
         (evidence,) = [e for e in events if isinstance(e, ev.RetainedEvidence)]
         ceiling, reserve = session.capabilities.ceiling_and_reserve()
-        budget = evidence_budget(4096, ceiling - reserve)
-        assert 0 < budget < 4096 and budget == int((ceiling - reserve) * EVIDENCE_SHARE)
-        assert evidence.report.budget_tokens == budget
+        body = fake_openai.chat_requests[-1].body
+        # the conversation's share: the room less the system prompt and tool schemas
+        fixed = session.estimate_tokens(body["messages"][0]["content"])
+        fixed += session.estimate_tokens(json.dumps(body["tools"]))
+        room = ceiling - reserve - fixed
+        budget = evidence_budget(4096, room)
+        assert 0 < budget < 4096 and budget == int(room * EVIDENCE_SHARE)
+        # (the turn counts the schemas and prompt as it holds them, a few tokens
+        # from their JSON in the request; without them it would be ~200 more)
+        assert abs(evidence.report.budget_tokens - budget) <= 10
+        budget = evidence.report.budget_tokens
         assert evidence.report.retained_tokens <= budget
-        assert "4417" in fake_openai.chat_requests[-1].body["messages"][-1]["content"]
+        content = body["messages"][-1]["content"]
+        assert "4417" in content
+        block = content[: content.index("What is the locker code")]
+        assert session.estimate_tokens(block) <= budget  # the block as rendered fits
     finally:
         await session.close()
 
@@ -64,7 +76,7 @@ async def test_the_guard_counts_the_capsules_and_drops_them_rather_than_overflow
     session = await ChatSession.open(
         make_config(
             fake_openai.base_url,
-            "[memory]\ncontext_tokens = 600\n[recall]\nretained_token_budget = 4000\n",
+            "[memory]\ncontext_tokens = 1200\n[recall]\nretained_token_budget = 4000\n",
         )
     )
     try:
@@ -72,7 +84,7 @@ async def test_the_guard_counts_the_capsules_and_drops_them_rather_than_overflow
         fake_openai.script(Reply(text="ok"))
         await run_turn(session, fact)
         await session.new_conversation()
-        question = "What is the gate code at the north warehouse? " + "Please answer. " * 22
+        question = "What is the gate code at the north warehouse? " + "Please answer. " * 100
         fake_openai.script(Reply(text="1619"))
         events = await run_turn(session, question)
         assert not [e for e in events if isinstance(e, ev.TurnError)]

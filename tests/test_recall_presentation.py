@@ -1,9 +1,10 @@
-"""Capsules shown oldest first, each dated and attributed; one capsule per fact;
-failed turns never recalled."""
+"""Capsules shown oldest first under the day each was said, each attributed; the
+block as rendered fits its budget; failed turns never recalled."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -24,8 +25,10 @@ from newt.recall.presentation import (
     capsule_text,
     chronological,
     evidence_block,
+    fit_block,
     when,
 )
+from newt.recall.retention import est_tokens
 from newt.store import Store
 
 FACT = "the locker code for the amber harbor is 4417"
@@ -118,8 +121,9 @@ def test_evidence_block_text() -> None:
     )
     assert evidence_block(report, now=NOW) == (
         _header(NOW)
-        + "\n- Yesterday, the user said: excerpt t2"
-        + "\n- Yesterday, you replied: excerpt r2\n"
+        + "\nYesterday:"
+        + "\n- the user said: excerpt t2"
+        + "\n- you replied: excerpt r2\n"
         + KEYS_LINE.format(keys="t2, r2")
         + "\n\n"
     )
@@ -128,12 +132,50 @@ def test_evidence_block_text() -> None:
     )
     assert evidence_block(report, keys=False, now=NOW) == (
         _header(NOW)
-        + "\n- Yesterday, the user said: excerpt t2"
-        + "\n- Yesterday, you replied: excerpt r2\n\n"
+        + "\nYesterday:"
+        + "\n- the user said: excerpt t2"
+        + "\n- you replied: excerpt r2\n\n"
     )
     assert "today is Thursday 18 May 2023" in _header(NOW)
     assert evidence_block(None, now=NOW) == ""
     assert evidence_block(RetentionReport(100, 0, []), now=NOW) == ""
+
+
+def test_one_line_for_each_day_oldest_first() -> None:
+    report = RetentionReport(
+        100,
+        10,
+        [
+            _capsule("t9", NOW - DAY, score=3.0),
+            _capsule("t2", MONDAY, score=2.0),
+            _capsule("r2", MONDAY, "assistant", score=1.0),
+        ],
+    )
+    lines = evidence_block(report, keys=False, now=NOW).rstrip("\n").splitlines()
+    assert lines[1:] == [
+        "On Monday 8 May 2023:",
+        "- the user said: excerpt t2",
+        "- you replied: excerpt r2",
+        "Yesterday:",
+        "- the user said: excerpt t9",
+    ]
+
+
+def test_the_block_as_rendered_fits_its_budget_lowest_score_out_first() -> None:
+    capsules = [_capsule(f"t{i}", MONDAY + i * DAY, score=float(10 - i)) for i in range(6)]
+    report = RetentionReport(100, 60, capsules)
+    whole = evidence_block(report, now=NOW)
+    same, text = fit_block(report, est_tokens(whole), now=NOW)
+    assert same is report and text == whole
+    fitted, text = fit_block(report, est_tokens(whole) - 1, now=NOW)
+    assert fitted is not None and est_tokens(text) <= est_tokens(whole) - 1
+    kept = [c.id for c in fitted.capsules]
+    assert kept == [c.id for c in capsules[: len(kept)]] and len(kept) < 6  # best kept
+    assert fitted.dropped == 6 - len(kept)
+    assert text == evidence_block(fitted, now=NOW)
+    assert fit_block(report, 0, now=NOW) == (replace(report, capsules=[], retained_tokens=0,
+                                                     dropped=6), "")  # fmt: skip
+    assert fit_block(None, 100) == (None, "")
 
 
 def test_the_header_says_the_history_is_newer_only_when_it_is() -> None:
@@ -161,8 +203,10 @@ def test_packing_goes_by_score_and_the_block_by_time() -> None:
     assert [c.id for c in report.capsules] == ["t2", "t1"]  # best match packed first
     block = evidence_block(report, keys=False, now=NOW)
     assert block.rstrip("\n").splitlines()[1:] == [
-        "- On Monday 8 May 2023, the user said: an old remark",
-        f"- On Tuesday 9 May 2023, the user said: {FACT}",
+        "On Monday 8 May 2023:",
+        "- the user said: an old remark",
+        "On Tuesday 9 May 2023:",
+        f"- the user said: {FACT}",
     ]
 
 
@@ -182,9 +226,11 @@ async def test_recall_shows_each_message_with_its_day_and_speaker(store: Store) 
     block = evidence_block(report, now=NOW)
     lines = block.rstrip("\n").splitlines()
     assert lines[0] == _header(NOW)
-    assert lines[1] == f"- On Monday 8 May 2023, the user said: Please remember: {FACT}."
-    assert lines[2] == "- On Monday 8 May 2023, you replied: I will remember that."
-    assert "- Yesterday, you replied: Maybe a walk by the harbor." in lines
+    assert lines[1] == "On Monday 8 May 2023:"
+    assert lines[2] == f"- the user said: Please remember: {FACT}."
+    assert lines[3] == "- you replied: I will remember that."
+    yesterday = lines.index("Yesterday:")
+    assert "- you replied: Maybe a walk by the harbor." in lines[yesterday:]
     keys = [c.retrieval_key for c in chronological(report.capsules)]
     assert keys[:2] == [fact_key, "r" + fact_key[1:]]
     assert lines[-1] == KEYS_LINE.format(keys=", ".join(keys))

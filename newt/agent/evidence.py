@@ -1,11 +1,13 @@
 """Recall evidence for one request: what to look up, how much may ride along.
 
-The retained-evidence budget is a share of what a request may hold besides
-the reply reserve (`EVIDENCE_SHARE`), capped by `[recall]
-retained_token_budget`: at most half, so the recent turns always keep at
-least half of what the conversation may fill and a chat still reads as a
-chat. The capsules ride in the request only (never in the working set), and
-the pre-send guard counts them like the rest of the prompt.
+The retained-evidence budget is a share (`EVIDENCE_SHARE`) of what the
+conversation may fill in a request: the window less the reply reserve, the
+system prompt and the tool schemas; capped by `[recall]
+retained_token_budget`. At most half, so the recent turns always keep at
+least half and a chat still reads as a chat. The budget holds the block as
+rendered (header, day lines and keys included). The capsules ride in the
+request only (never in the working set), and the pre-send guard counts them
+like the rest of the prompt.
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ from newt.config import Config
 from newt.recall import RecallEngine, RecallRequest, RetentionReport
 from newt.store import NoteRepo
 
-# Share of (context window - reply reserve) the capsules of one request may
-# take; benchmarks/locomo.py chose it (README).
+# Share of what the conversation may fill that the capsules of one request
+# may take; benchmarks/locomo.py chose it (README).
 EVIDENCE_SHARE = 0.5
 # Below this the capsules would not hold one useful excerpt: recall is skipped.
 MIN_EVIDENCE_TOKENS = 48
-# Records recall may offer per request: packing then keeps what fits.
+# Records recall may offer per request, at least: packing then keeps what
+# fits. A large budget is offered one record per CAPSULE_TOKENS of it (a
+# short message's capsule), so it can fill with what was found.
 RECALL_LIMIT = 64
+CAPSULE_TOKENS = 24
 
 
 def evidence_budget(configured: int, room: int) -> int:
@@ -58,20 +63,27 @@ class EvidenceSource:
         self.config = config
         self.room = room
 
-    def budget(self) -> int:
-        return evidence_budget(self.config.recall.retained_token_budget, self.room())
+    def budget(self, fixed_tokens: int = 0) -> int:
+        """Tokens of capsules per request, given what the system prompt and
+        the tool schemas take (`fixed_tokens`)."""
+        room = max(0, self.room() - fixed_tokens)
+        return evidence_budget(self.config.recall.retained_token_budget, room)
 
-    async def gather(self, text: str, resident: Collection[str]) -> Gathered:
+    async def gather(self, text: str, resident: Collection[str], fixed_tokens: int = 0) -> Gathered:
         """Capsules for `text`, leaving out what the model already sees:
         resident turns, the current record and notes (in the system prompt)."""
         now = self.recall.db.clock()
-        budget = self.budget()
+        budget = self.budget(fixed_tokens)
         history_since = await self.recall.said_since(resident)
         if budget <= 0:
             return Gathered(None, now, history_since)
         exclude = set(resident) | await self.notes.record_keys()
         response = await self.recall.recall(
-            RecallRequest(text, limit=RECALL_LIMIT, retained_token_budget=budget),
+            RecallRequest(
+                text,
+                limit=max(RECALL_LIMIT, budget // CAPSULE_TOKENS),
+                retained_token_budget=budget,
+            ),
             exclude_keys=exclude,
             now=now,
         )

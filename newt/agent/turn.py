@@ -49,7 +49,7 @@ from newt.backend.types import ThinkingDelta
 from newt.chat_settings import ChatSettings
 from newt.memory import CompactingProvider, MemMessage, MemoryProvider, TurnMetrics, Usage
 from newt.recall import RetentionReport
-from newt.recall.presentation import evidence_block
+from newt.recall.presentation import fit_block
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -266,17 +266,19 @@ class TurnRunner:
                 yield ev.Notice(message)
             s.tools = {**s.tools, **s.extra_tools.handlers()}
             s.tool_schemas = [*s.tool_schemas, *s.extra_tools.schemas()]
-        gathered = await s.evidence.gather(self.text, s.log.resident_keys())
-        report = gathered.report
-        self.last_retention = report
-        if report is not None:
-            yield ev.RetainedEvidence(report)
-        p.evidence = evidence_block(
-            report,
+        system = self._build()[0].content  # as sent: the prompt with the notes
+        fixed = s.tokens_for(system) + self._all_schema_tokens()
+        gathered = await s.evidence.gather(self.text, s.log.resident_keys(), fixed)
+        report, p.evidence = fit_block(
+            gathered.report,
+            gathered.report.budget_tokens if gathered.report is not None else 0,
             keys=self._can_fetch_records(),
             now=gathered.now,
             history_since=gathered.history_since,
         )
+        self.last_retention = report
+        if report is not None:
+            yield ev.RetainedEvidence(report)
         messages = self._build()
         if await self._guard(messages):
             # the record is persisted after this turn, which it precedes in the working set
@@ -360,6 +362,13 @@ class TurnRunner:
         if s.capabilities.supports_tools is False:
             return False
         return any(t.get("function", {}).get("name") == "fetch_record" for t in s.tool_schemas)
+
+    def _all_schema_tokens(self) -> int:
+        """What the tool schemas sent with this request take."""
+        s = self.s
+        if s.capabilities.supports_tools is False or not s.tool_schemas:
+            return 0
+        return s.tokens_for(json.dumps(s.tool_schemas))
 
     def _schema_tokens(self) -> int:
         """Tool schemas count against the window once the backend reported

@@ -9,7 +9,7 @@ the question), so the budget goes to the records most likely to answer it.
 
 The rules, each pinned by a test:
 - order: retrieval_score desc, then input order;
-- a capsule costs est_tokens(excerpt) + est_tokens(retrieval_key);
+- a capsule costs est_tokens(excerpt) + est_tokens(retrieval_key) + LINE_TOKENS;
 - a record of at most `excerpt_tokens` goes whole; a longer one is cut to a
   verbatim excerpt of at most excerpt_tokens * 4 characters around the query;
 - a capsule that does not fit what remains is skipped (a shorter one after it
@@ -36,6 +36,9 @@ HALF_LIFE_HOURS = 168.0
 # handful of excerpt tokens is a key with no evidence worth its cost.
 MIN_EXCERPT_TOKENS = 16
 CHARS_PER_TOKEN = 4
+# What a capsule's line adds in the request besides its excerpt and key
+# ("- the user said: "; see presentation.py, whose fit_block counts the rest).
+LINE_TOKENS = 4
 
 
 def est_tokens(text: str) -> int:
@@ -124,7 +127,7 @@ def retain_within_budget(
     capsules: list[EvidenceCapsule] = []
     for candidate in order:
         key = candidate.id
-        key_tokens = est_tokens(key)
+        key_tokens = est_tokens(key) + LINE_TOKENS
         if remaining < key_tokens + MIN_EXCERPT_TOKENS:
             break
         max_chars = excerpt_cap * CHARS_PER_TOKEN
