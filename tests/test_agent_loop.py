@@ -11,6 +11,7 @@ import pytest
 from newt.agent import events as ev
 from newt.agent.session import ChatSession
 from newt.memory import COMPACTION_MARKER
+from newt.recall import RecallRequest
 from newt.recall.presentation import evidence_block
 from newt.store import Store
 from tests.agent_helpers import done_of, make_config, reply_of, run_turn
@@ -478,6 +479,13 @@ async def test_pre_send_guard_compacts_before_a_prompt_that_would_not_fit(
         log = await session.history()
         # the record follows the turn it was made for, as restore expects
         assert [t.kind for t in log[-2:]] == ["turn", "compaction"]
+        # recall indexes the record's summary, not its frame: a capsule of it is
+        # never the frame's first line, and the frame's words match nothing
+        record = await session.fetch_record(f"c{log[-1].id}")
+        assert record is not None and not record.content.startswith(COMPACTION_MARKER)
+        assert "question 0 dolor sit amet" in record.content  # the owed body, unframed
+        found = await session.recall.recall(RecallRequest("reference material context window"))
+        assert not [m for m in found.memories if m.source == "compaction"]
     finally:
         await close(store, session)
 

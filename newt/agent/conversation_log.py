@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from newt.agent import events as ev
 from newt.agent.reply_stats import ReplyStats, TokenTally
-from newt.memory import MemoryProvider
+from newt.memory import MemoryProvider, record_summary
 from newt.store import Conversation, Store, StoredTurn, make_title
 from newt.store.live_log import live_rows
 
@@ -162,7 +162,11 @@ class ConversationLog:
         used_after = usage[1] if usage else 0
         resident = provider.resident_turns()
         turn_id = await self.store.turns.add_compaction(
-            self.conversation.id, record, resident_turns=resident, used_after=used_after
+            self.conversation.id,
+            record,
+            resident_turns=resident,
+            used_after=used_after,
+            summary=record_summary(record),
         )
         rows, _, pending = self._seen
         self._seen = (rows + 1, turn_id, pending)

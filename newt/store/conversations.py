@@ -252,9 +252,18 @@ class TurnRepo:
             await conn.execute("DELETE FROM turns WHERE id = ?", (turn_id,))
 
     async def add_compaction(
-        self, conv_id: str, record: str, *, resident_turns: int, used_after: int
+        self,
+        conv_id: str,
+        record: str,
+        *,
+        resident_turns: int,
+        used_after: int,
+        summary: str | None = None,
     ) -> int:
-        """Append a compaction record to the log (and index its summary for recall)."""
+        """Append a compaction record to the log and index `summary` (the record's
+        text without its frame; the whole record when not given) for recall, so
+        the frame's words never match a query and a capsule is never just the
+        frame's first line."""
         now = self.db.clock()
         async with self.db.transaction() as conn:
             cur = await conn.execute(
@@ -269,7 +278,7 @@ class TurnRepo:
                 conn,
                 key=f"c{turn_id}",
                 source="compaction",
-                content=record,
+                content=record if summary is None else summary,
                 conversation_id=conv_id,
                 turn_id=turn_id,
                 created_at=now,
