@@ -1,6 +1,7 @@
 """The whole meaning path's latency: RecallEngine.recall with MiniLM in process.
 
     .venv/bin/python benchmarks/recall_latency.py [--records 100000] [--seed 7] [--rounds 1]
+        [--scan-threads N]
 
 A real newt database of `--records` chat-like records (a user message and its
 reply per turn, 25 turns per conversation, one turn in 50 telling a fact about
@@ -26,7 +27,8 @@ embedding (`embed_query`), the vector search (`VectorIndex.search`), the lexical
 ranking (`RecallEngine._lexical`) and the rest (the time covered by none of
 them: fusing, loading rows, neighbours and newer statements, hit counting,
 packing capsules). The parts may overlap, so they need not add up. One BLAS
-thread, as newt runs numpy (OPENBLAS_NUM_THREADS=1).
+thread, as newt runs numpy (OPENBLAS_NUM_THREADS=1); the vector scan splits
+itself between threads as newt does (`--scan-threads N` to choose).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ from benchmarks.evidence_corpus import (
     long_message,
     vague_question,
 )
-from newt.recall import RecallEngine, RecallRequest
+from newt.recall import RecallEngine, RecallRequest, vectors
 from newt.recall.embedder import _SENTENCE_END, LOCAL_SPACE, LocalEmbedder, chunks
 from newt.recall.minilm import MiniLM
 from newt.store import SCHEMA_VERSION, Store
@@ -340,7 +342,8 @@ async def run(records: int, seed: int, pool: int, questions: int, rounds: int) -
     print(
         f"RecallEngine.recall, MiniLM in process: {meta['records']:,} records,"
         f" {meta['vectors']:,} chunk vectors ({meta['embedded']:,} distinct sentences embedded),"
-        f" limit {LIMIT}, budget {BUDGET} (target: median < 20 ms)"
+        f" limit {LIMIT}, budget {BUDGET}, scan on {vectors.SCAN_THREADS} thread(s)"
+        " (target: median < 20 ms)"
     )
     print(f"first recall (loads the model and every vector): {first:.0f} ms")
     for line in report(timings):
@@ -356,7 +359,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--questions", type=int, default=40, help="fact questions (half as many of common words)"
     )
     parser.add_argument("--rounds", type=int, default=1, help="passes over the questions")
+    parser.add_argument(
+        "--scan-threads", type=int, default=0, help="threads of the vector scan (0: newt's)"
+    )
     args = parser.parse_args(argv)
+    if args.scan_threads:
+        vectors.SCAN_THREADS = args.scan_threads
     asyncio.run(run(args.records, args.seed, args.pool, args.questions, args.rounds))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -341,9 +342,9 @@ async def test_the_candidate_pool_is_at_least_min_pool(
     loaded: list[int] = []
     real_load = engine._load
 
-    async def spy(ranked: list[tuple[int, float]]) -> list[MemoryRecord]:
+    async def spy(ranked: list[tuple[int, float]], *rest: Any) -> list[MemoryRecord]:
         loaded.append(len(ranked))
-        return await real_load(ranked)
+        return await real_load(ranked, *rest)
 
     monkeypatch.setattr(engine, "_load", spy)
     assert len((await engine.recall(RecallRequest("walnut", limit=2))).memories) == 2

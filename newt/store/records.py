@@ -10,6 +10,7 @@ note or summary) and when (`said_at`). The recall engine searches `memory_fts`.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import aiosqlite
 
@@ -104,20 +105,37 @@ class RecordRepo:
         """The messages said around a turn's message: the other half of its turn,
         and the reply before it (for the user's words) or the next message
         (for a reply), in the same conversation."""
-        if record.turn_id is None or record.role not in ("user", "assistant"):
-            return []
-        partner = "assistant" if record.role == "user" else "user"
-        if record.role == "user":
-            step = "turn_id < ? ORDER BY turn_id DESC"
-        else:
-            step = "turn_id > ? ORDER BY turn_id"
-        cur = await self.db.conn.execute(
-            "SELECT * FROM memory_records WHERE turn_id = ? AND role = ?"
-            " UNION ALL SELECT * FROM (SELECT * FROM memory_records"
-            f" WHERE conversation_id IS ? AND role = ? AND {step} LIMIT 1)",
-            (record.turn_id, partner, record.conversation_id, partner, record.turn_id),
-        )
-        return [row_to_record(row) for row in await cur.fetchall()]
+        return (await self.neighbours_of([record]))[0]
+
+    async def neighbours_of(self, records: Sequence[MemoryRecord]) -> list[list[MemoryRecord]]:
+        """`neighbours` of each record (in the same order), read in one statement."""
+        parts: list[str] = []
+        params: list[object] = []
+        for n, record in enumerate(records):
+            if record.turn_id is None or record.role not in ("user", "assistant"):
+                continue
+            partner = "assistant" if record.role == "user" else "user"
+            if record.role == "user":
+                step = "turn_id < ? ORDER BY turn_id DESC"
+            else:
+                step = "turn_id > ? ORDER BY turn_id"
+            parts.append(
+                f"SELECT {n} AS hit, 0 AS part, * FROM memory_records"
+                " WHERE turn_id = ? AND role = ?"
+            )
+            parts.append(
+                f"SELECT {n}, 1, * FROM (SELECT * FROM memory_records"
+                f" WHERE conversation_id IS ? AND role = ? AND {step} LIMIT 1)"
+            )
+            params += [record.turn_id, partner, record.conversation_id, partner, record.turn_id]
+        found: list[list[MemoryRecord]] = [[] for _ in records]
+        if parts:
+            rows = await self.db.conn.execute_fetchall(
+                " UNION ALL ".join(parts) + " ORDER BY hit, part, id", params
+            )
+            for row in rows:
+                found[row["hit"]].append(row_to_record(row))
+        return found
 
     async def delete(self, key: str) -> None:
         async with self.db.transaction() as conn:
