@@ -51,6 +51,9 @@ MAX_CHUNKS = 24
 # longer than their batch: llama-server's default -ub is 512 tokens).
 QUERY_CHARS = 2000
 REFUSALS_BEFORE_NO = 3
+# Queries whose vectors LocalEmbedder keeps: the same text recalled again (a
+# regenerated reply, a retried turn) is not embedded again (10-15 ms saved).
+QUERIES_KEPT = 16
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -208,6 +211,7 @@ class LocalEmbedder:
         self._loading: asyncio.Future[MiniLM | None] | None = None
         self._closed = False
         self._fetching = False  # a download is under way (closing waits for it to stop)
+        self._queries: dict[str, list[float]] = {}  # the last QUERIES_KEPT queries' vectors
 
     def weights_present(self) -> bool:
         from newt.backend.local_setup import embedding_wheel_path
@@ -239,8 +243,15 @@ class LocalEmbedder:
         model = self._model
         if model is None:
             return None
-        matrix = await off_loop(model.embed, [text[:QUERY_CHARS]])
-        return [float(x) for x in matrix[0]]
+        text = text[:QUERY_CHARS]
+        vector = self._queries.pop(text, None)
+        if vector is None:
+            matrix = await off_loop(model.embed, [text])
+            vector = [float(x) for x in matrix[0]]
+        self._queries[text] = vector  # the newest last
+        while len(self._queries) > QUERIES_KEPT:
+            del self._queries[next(iter(self._queries))]
+        return vector
 
     async def aclose(self) -> None:
         """Stop a fetch under way (its partial file is removed; the next run starts
