@@ -325,6 +325,8 @@ class RecallEngine:
         finally:
             if not meaning.done():
                 meaning.cancel()
+            elif not meaning.cancelled():
+                meaning.exception()  # seen: an error of the words' path goes up alone
         ranked = fuse(lexical, nearest, self.lexical_weight)
         if not ranked:
             return [], focus
