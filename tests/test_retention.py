@@ -17,7 +17,7 @@ from newt.recall import (
 )
 from newt.recall.excerpt import select_excerpt
 from newt.recall.fts_query import query_terms
-from newt.recall.retention import MIN_EXCERPT_TOKENS
+from newt.recall.retention import LINE_TOKENS, MIN_EXCERPT_TOKENS
 
 
 def cand(
@@ -94,6 +94,15 @@ def test_capsule_cost_counts_excerpt_and_key() -> None:
     assert capsule.excerpt == "ten chars!"  # fits whole
     assert capsule.tokens == est_tokens("ten chars!") + est_tokens("t42") == 3 + 1
     assert report.retained_tokens == 4
+
+
+def test_each_capsule_can_be_charged_for_its_line() -> None:
+    report = retain_within_budget([cand("t42", "ten chars!")], 100, line_tokens=LINE_TOKENS)
+    assert report.capsules[0].tokens == 3 + 1 + LINE_TOKENS
+    # the stop rule counts it too: key + line + MIN_EXCERPT_TOKENS must remain
+    tiny = cand("t1", "a")
+    assert retain_within_budget([tiny], 1 + LINE_TOKENS + MIN_EXCERPT_TOKENS - 1,
+                                line_tokens=LINE_TOKENS).capsules == []  # fmt: skip
 
 
 def test_a_record_up_to_excerpt_tokens_goes_whole() -> None:

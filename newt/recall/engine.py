@@ -36,6 +36,7 @@ from newt.recall.fts_query import (
 )
 from newt.recall.retention import (
     DEFAULT_EXCERPT_TOKENS,
+    LINE_TOKENS,
     RetentionCandidate,
     RetentionReport,
     retain_within_budget,
@@ -269,6 +270,7 @@ class RecallEngine:
                 request.retained_token_budget,
                 self.excerpt_tokens,
                 query=" ".join(terms),
+                line_tokens=LINE_TOKENS,
             )
         return RecallResponse(memories, report, terms)
 

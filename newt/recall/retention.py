@@ -9,7 +9,7 @@ the question), so the budget goes to the records most likely to answer it.
 
 The rules, each pinned by a test:
 - order: retrieval_score desc, then input order;
-- a capsule costs est_tokens(excerpt) + est_tokens(retrieval_key) + LINE_TOKENS;
+- a capsule costs est_tokens(excerpt) + est_tokens(retrieval_key) + line_tokens;
 - a record of at most `excerpt_tokens` goes whole; a longer one is cut to a
   verbatim excerpt of at most excerpt_tokens * 4 characters around the query;
 - a capsule that does not fit what remains is skipped (a shorter one after it
@@ -37,7 +37,8 @@ HALF_LIFE_HOURS = 168.0
 MIN_EXCERPT_TOKENS = 16
 CHARS_PER_TOKEN = 4
 # What a capsule's line adds in the request besides its excerpt and key
-# ("- the user said: "; see presentation.py, whose fit_block counts the rest).
+# ("- the user said: "; see presentation.py, whose fit_block counts the rest):
+# recall packs with it, the bare packing rules default to 0.
 LINE_TOKENS = 4
 
 
@@ -110,6 +111,7 @@ def retain_within_budget(
     budget_tokens: int,
     excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS,
     query: str | None = None,
+    line_tokens: int = 0,
 ) -> RetentionReport:
     """Pack the best-matching evidence into `budget_tokens` as capsules.
 
@@ -127,7 +129,7 @@ def retain_within_budget(
     capsules: list[EvidenceCapsule] = []
     for candidate in order:
         key = candidate.id
-        key_tokens = est_tokens(key) + LINE_TOKENS
+        key_tokens = est_tokens(key) + max(line_tokens, 0)
         if remaining < key_tokens + MIN_EXCERPT_TOKENS:
             break
         max_chars = excerpt_cap * CHARS_PER_TOKEN
