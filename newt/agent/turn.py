@@ -375,14 +375,14 @@ class TurnRunner:
         nothing yet (a report already includes them), and MCP schemas the
         last report did not carry (a resumed conversation, /tools on)."""
         s = self.s
-        if s.capabilities.supports_tools is False or not s.tool_schemas:
+        if not self._all_schema_tokens():
             return 0
         if getattr(s.provider, "last_reported", None) is not None:
             if s.extra_tools is None:
                 return 0
             now = s.tokens_for(json.dumps(s.extra_tools.schemas()))
             return max(0, now - s.extra_tools.reported_schema_tokens)
-        return s.tokens_for(json.dumps(s.tool_schemas))
+        return self._all_schema_tokens()
 
     async def _shrink_after_overflow(self, exc: ContextLengthExceededError) -> bool:
         """Fold enough history that the retried prompt fits what the server said.

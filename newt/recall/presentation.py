@@ -68,6 +68,11 @@ def _day(day: date) -> str:
     return f"{day:%A} {day.day} {day:%B %Y}"
 
 
+def _capitalized(day: str) -> str:
+    # upper-case the first letter only: str.capitalize() would lower "Monday" and "May"
+    return day[:1].upper() + day[1:]
+
+
 def _who(capsule: EvidenceCapsule) -> str:
     return _WHO.get(capsule.role) or _KIND.get(capsule.kind, "recorded")
 
@@ -77,7 +82,7 @@ def capsule_text(capsule: EvidenceCapsule, now: float | None = None) -> str:
     now = time.time() if now is None else now
     day = when(capsule.said_at, now)
     # upper-case the first letter only: str.capitalize() would lower "Monday" and "May"
-    return f"{day[:1].upper()}{day[1:]}, {_who(capsule)}: {capsule.excerpt.strip()}"
+    return f"{_capitalized(day)}, {_who(capsule)}: {capsule.excerpt.strip()}"
 
 
 def evidence_block(
@@ -105,7 +110,7 @@ def evidence_block(
         said_on = when(capsule.said_at, now)
         if said_on != day:
             day = said_on
-            lines.append(f"{said_on[:1].upper()}{said_on[1:]}:")
+            lines.append(f"{_capitalized(said_on)}:")
         lines.append(f"- {_who(capsule)}: {capsule.excerpt.strip()}")
     if keys:
         lines.append(KEYS_LINE.format(keys=", ".join(c.retrieval_key for c in shown)))
