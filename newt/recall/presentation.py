@@ -81,7 +81,6 @@ def capsule_text(capsule: EvidenceCapsule, now: float | None = None) -> str:
     """One capsule as a line that says when and who (the excerpt stays verbatim)."""
     now = time.time() if now is None else now
     day = when(capsule.said_at, now)
-    # upper-case the first letter only: str.capitalize() would lower "Monday" and "May"
     return f"{_capitalized(day)}, {_who(capsule)}: {capsule.excerpt.strip()}"
 
 
