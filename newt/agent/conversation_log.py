@@ -45,6 +45,8 @@ class ConversationLog:
         self.replacing: int | None = None
         self.replacing_key: str | None = None  # its recall record: never a capsule meanwhile
         self.attachments: list[dict[str, Any]] = []
+        self.incognito = False
+        """The next conversation this log creates is kept out of memory."""
 
     # -- which conversation ------------------------------------------------------
 
@@ -79,7 +81,7 @@ class ConversationLog:
     async def ensure(self) -> Conversation:
         if self.conversation is None:
             self.conversation = await self.store.conversations.create(
-                model=self.model, base_url=self.base_url
+                model=self.model, base_url=self.base_url, incognito=self.incognito
             )
         return self.conversation
 

@@ -37,10 +37,13 @@ from newt.agent.errors import (
 from newt.agent.evidence import EvidenceSource
 from newt.agent.export import export_conversation
 from newt.agent.mcp_controls import McpControls
+from newt.agent.memory_admin import ForgetReport, MemoryAdmin, MemoryHit
 from newt.agent.memory_status import MemoryStatus, add_tool_costs, dump_report, memory_status
 from newt.agent.note_command import is_read_only_note_command, run_note_command
+from newt.agent.owned_notes import OwnedNotes
 from newt.agent.provider_setup import make_client, session_provider
 from newt.agent.recall_parts import RecallParts
+from newt.agent.tools import TOOL_SCHEMAS
 from newt.agent.toolset import ToolContext, tool_handlers
 from newt.agent.turn import TurnContext, TurnRunner
 from newt.agent.turn_attachments import TurnAttachments
@@ -84,6 +87,13 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
         self._background_pending = False, False  # (probe, embedding catch-up) not started
         self.mcp = McpTools(config.mcp)
         """Tools of the configured MCP servers (newt/mcp); started by the first turn."""
+        self.memory_admin = MemoryAdmin(store, lambda: self.recall)
+        self.owned_notes = OwnedNotes(
+            store.notes,
+            lambda: self.conversation.id if self.conversation else None,
+            self.memory_admin.correct,
+        )
+        """The notes as /note and save_note change them (attributed, corrections stick)."""
 
     # ------------------------------------------------------------------ setup
 
@@ -311,11 +321,19 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
     async def note(self, arg: str) -> str:
         """The /note sub-language: `<text>`, `replace <old> => <new>`, `remove <text>`, `list`."""
         if is_read_only_note_command(arg):
-            return await run_note_command(self.notes, self.store.notes, arg)
+            return await run_note_command(self.notes, self.owned_notes, arg)
         async with self.lock:
-            answer = await run_note_command(self.notes, self.store.notes, arg)
+            answer = await run_note_command(self.notes, self.owned_notes, arg)
+            await self._after_correction()
             self.recall_parts.stored()
             return answer
+
+    async def _after_correction(self) -> None:
+        """A note was replaced or removed: the log was rewritten without its old
+        words, so the working set is rebuilt from it (the caller holds the lock)."""
+        if self.owned_notes.corrected:
+            self.owned_notes.corrected = False
+            await self._reload_current()
 
     async def fetch_record(self, key: str) -> MemoryRecord | None:
         return await self.recall.fetch(key.strip())
@@ -360,17 +378,23 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
     def turn_context(self, attachments: TurnAttachments | None = None) -> TurnContext:
         tools = ToolContext(
             notebook=self.notes,
-            notes=self.store.notes,
+            notes=self.owned_notes,
             recall=self.recall,
             recall_budget=self.evidence.budget(),
         )
+        handlers = tool_handlers(tools)
+        schemas = list(TOOL_SCHEMAS)
+        if self.incognito:  # nothing of an incognito conversation is remembered
+            handlers.pop("save_note", None)
+            schemas = [t for t in schemas if t.get("function", {}).get("name") != "save_note"]
         return TurnContext(
             log=self.log,
             provider=self.provider,
             evidence=self.evidence,
             client=self.client,
             capabilities=self.capabilities,
-            tools=tool_handlers(tools),
+            tools=handlers,
+            tool_schemas=schemas,
             system_prompt=self.system_prompt,
             tokens_for=self.estimate_tokens,
             extra_tools=self.mcp if self.mcp.configured else None,
@@ -412,8 +436,91 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
                 finally:
                     self.last_retention = runner.last_retention
                     self._end_replacement()
+                    await self._after_correction()  # the model's save_note replaced one
         self.summaries.start()
         self.recall_parts.stored()  # the turn (and any record) can be embedded now
+
+    # ------------------------------------------------- the user's own memory
+
+    @property
+    def incognito(self) -> bool:
+        """This conversation (or the next one, before its first turn) is kept out of memory."""
+        conv = self.conversation
+        return conv.incognito if conv is not None else self.log.incognito
+
+    async def set_incognito(self, on: bool) -> ForgetReport | None:
+        """Keep this conversation out of memory (what was indexed of it goes)
+        or let memory hold it again from the next turn."""
+        async with self.lock:
+            conv = self.conversation
+            self.log.incognito = on  # and the conversations /new starts after it
+            if conv is None:
+                return None
+            if not on:
+                await self.memory_admin.let_in(conv)
+                return None
+            await self.summaries.cancel()
+            report, _ = await self.memory_admin.keep_out(conv)
+            return report
+
+    async def search_memory(self, query: str) -> list[MemoryHit]:
+        return await self.memory_admin.search(query)
+
+    async def memory_matching(self, query: str) -> list[MemoryHit]:
+        return await self.memory_admin.matching(query)
+
+    async def forget(self, keys: list[str]) -> ForgetReport:
+        """Forget these records everywhere (newt.agent.memory_admin)."""
+        return await self._forgetting(lambda: self.memory_admin.forget(keys))
+
+    async def forget_matching(self, query: str) -> ForgetReport:
+        return await self._forgetting(lambda: self.memory_admin.forget_matching(query))
+
+    async def forget_everything(self) -> ForgetReport:
+        return await self._forgetting(self.memory_admin.forget_everything)
+
+    async def delete_conversation(self, id_or_prefix: str) -> tuple[Conversation, ForgetReport]:
+        """Delete a conversation (unique id prefix) and everything of it; the
+        open one is left for a fresh conversation."""
+        conv = await resolve_conversation(self.store, id_or_prefix)
+        report = await self._forgetting(lambda: self.memory_admin.delete_conversation(conv))
+        return conv, report
+
+    async def rename_conversation(self, id_or_prefix: str, title: str) -> Conversation:
+        conv = await resolve_conversation(self.store, id_or_prefix)
+        try:
+            await self.store.conversations.rename(conv.id, title)
+        except ValueError as exc:
+            raise SessionError(str(exc)) from exc
+        if self.conversation is not None and self.conversation.id == conv.id:
+            self.conversation.title = " ".join(title.split())
+        return await self.store.conversations.get(conv.id) or conv
+
+    async def _forgetting(self, work: Callable[[], Any]) -> ForgetReport:
+        """Run a forget under the lock, then reload what the session holds, so
+        no later request carries what went."""
+        async with self.lock:
+            await self.summaries.cancel()  # a summary in flight may quote it
+            report, done = await work()
+            await self._after_forget(done.touched, deleted=done.conversations > 0)
+        return report
+
+    async def _after_forget(self, touched: set[str], *, deleted: bool) -> None:
+        self.notes = await NoteBook.load(self.store.notes)
+        self.last_retention = None
+        conv = self.conversation
+        if conv is None:
+            return
+        current = await self.store.conversations.get(conv.id)
+        if current is None:  # deleted: the session goes on in a fresh conversation
+            self.provider.reset()
+            self.log.clear()
+            self._settings_for_new()
+            self.mcp.reset_conversation()
+        elif conv.id in touched:
+            await self._reload(current)
+        else:
+            conv.title = current.title
 
     def _writer(self, on_wait: Callable[[int | None], object] | None = None) -> Any:
         """This conversation's cross-process writer lock (none needed before it exists)."""

@@ -104,6 +104,12 @@ def _owed_match(body: str) -> tuple[int, int, int] | None:
     return None
 
 
+def owed_part_start(body: str) -> int | None:
+    """Where the owed part of a record's body begins (None: nothing owed)."""
+    m = _owed_match(body)
+    return m[0] if m else None
+
+
 def unsummarized_messages(record: str) -> int:
     """Messages a record's owed part says were removed without a summary."""
     m = _owed_match(record_summary(record))

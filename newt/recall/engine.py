@@ -248,6 +248,7 @@ class RecallEngine:
         *,
         exclude_keys: Collection[str] = (),
         now: float | None = None,
+        count_hits: bool = True,
     ) -> RecallResponse:
         """The best `request.limit` records for the query, best first.
 
@@ -256,9 +257,12 @@ class RecallEngine:
         `score` is the fused score (see `fuse`): higher is better. Records whose key is in
         `exclude_keys` (already resident in the working set) are neither
         returned nor counted. Never raises on odd user text: a query without
-        words returns no memories.
+        words returns no memories. `count_hits=False` looks without counting
+        (the user inspecting the memory is not a use of it).
         """
-        memories, terms = await self._search(request.query, request.limit, exclude_keys)
+        memories, terms = await self._search(
+            request.query, request.limit, exclude_keys, count_hits=count_hits
+        )
         report = None
         if request.retained_token_budget is not None:
             candidates = to_candidates(memories, self.db.clock() if now is None else now)
@@ -292,7 +296,7 @@ class RecallEngine:
         return await self._records.get(key)
 
     async def _search(
-        self, query: str, limit: int, exclude_keys: Collection[str]
+        self, query: str, limit: int, exclude_keys: Collection[str], *, count_hits: bool = True
     ) -> tuple[list[MemoryRecord], list[str]]:
         """Best records first, and the words their excerpts should center on.
 
@@ -334,6 +338,8 @@ class RecallEngine:
             return [], focus
         records = await self._load(ranked[:pool], read)
         records = await self._with_context(records, focus or words, excluded, read)
+        if not count_hits:
+            return records[:limit], focus
         return await self._count_hits(records[:limit]), focus
 
     async def _read_ahead(

@@ -66,6 +66,7 @@ def _conversation(row: aiosqlite.Row) -> Conversation:
         turn_count=row["turn_count"],
         parent_id=row["parent_id"],
         parent_title=row["parent_title"],
+        incognito=bool(row["incognito"]),
     )
 
 
@@ -82,16 +83,32 @@ class ConversationRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def create(self, *, title: str = "", model: str = "", base_url: str = "") -> Conversation:
+    async def create(
+        self, *, title: str = "", model: str = "", base_url: str = "", incognito: bool = False
+    ) -> Conversation:
         now = self.db.clock()
         conv_id = uuid.uuid4().hex
         async with self.db.transaction() as conn:
             await conn.execute(
-                "INSERT INTO conversations(id, title, model, base_url, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (conv_id, title, model, base_url, now, now),
+                "INSERT INTO conversations(id, title, model, base_url, created_at, updated_at,"
+                " incognito) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (conv_id, title, model, base_url, now, now, int(incognito)),
             )
-        return Conversation(conv_id, title, model, base_url, now, now, 0)
+        return Conversation(conv_id, title, model, base_url, now, now, 0, incognito=incognito)
+
+    async def rename(self, conv_id: str, title: str) -> None:
+        """Give a conversation the user's own title (one line, not empty)."""
+        title = " ".join(title.split())
+        if not title:
+            raise ValueError("a title cannot be empty")
+        async with self.db.transaction() as conn:
+            cur = await conn.execute(
+                "UPDATE conversations SET title = ? WHERE id = ? RETURNING id", (title, conv_id)
+            )
+            found = await cur.fetchone()
+            await cur.close()
+        if found is None:
+            raise KeyError(conv_id)
 
     async def get(self, conv_id: str) -> Conversation | None:
         cur = await self.db.conn.execute(_CONVERSATION_SELECT + " WHERE c.id = ?", (conv_id,))

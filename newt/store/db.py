@@ -88,6 +88,9 @@ class Database:
             await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.row_factory = aiosqlite.Row
             await conn.execute("PRAGMA foreign_keys = ON")
+            # What is deleted or overwritten is zeroed in the file, not left in
+            # free space: forgetting must reach the bytes (newt.store.forget).
+            await conn.execute("PRAGMA secure_delete = ON")
             # Switching a fresh file to WAL needs an exclusive lock, and SQLite
             # can report a conflict there without waiting: retry, bounded.
             await db.retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))

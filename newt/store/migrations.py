@@ -301,6 +301,21 @@ async def m011_said_at_index(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m012_memory_ownership(conn: aiosqlite.Connection) -> None:
+    # The user owns the memory (newt.store.forget). `incognito`: the
+    # conversation is kept out of memory, none of its words become records.
+    # A note remembers the conversation it was made in, so deleting that
+    # conversation takes its notes too (older notes belong to none).
+    await run_script(
+        conn,
+        """
+        ALTER TABLE conversations ADD COLUMN incognito INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE notes ADD COLUMN conversation_id TEXT
+            REFERENCES conversations(id) ON DELETE CASCADE;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
@@ -313,6 +328,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (9, "edits_forks_attachments", m009_edits_forks_attachments),
     (10, "records_with_shape", m010_records_with_shape),
     (11, "said_at_index", m011_said_at_index),
+    (12, "memory_ownership", m012_memory_ownership),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -23,6 +23,8 @@ class Conversation:
     parent_id: str | None = None
     """The conversation this one was forked from (None: not a fork)."""
     parent_title: str | None = None
+    incognito: bool = False
+    """Kept out of memory: none of its words are indexed, embedded or recalled."""
 
 
 @dataclass

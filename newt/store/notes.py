@@ -23,13 +23,14 @@ class NoteRepo:
         cur = await self.db.conn.execute("SELECT id FROM notes")
         return {f"n{row[0]}" for row in await cur.fetchall()}
 
-    async def add(self, content: str) -> None:
+    async def add(self, content: str, *, conversation_id: str | None = None) -> None:
+        """`conversation_id`: where it was made (deleting that conversation takes it)."""
         now = self.db.clock()
         async with self.db.transaction() as conn:
             cur = await conn.execute(
-                "INSERT INTO notes(content, created_at) VALUES (?, ?)"
+                "INSERT INTO notes(content, created_at, conversation_id) VALUES (?, ?, ?)"
                 " ON CONFLICT(content) DO NOTHING RETURNING id",
-                (content, now),
+                (content, now, conversation_id),
             )
             row = await cur.fetchone()
             await cur.close()

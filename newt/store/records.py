@@ -31,7 +31,18 @@ async def insert_record(
     role: RecordRole | None = None,
     said_at: float | None = None,
 ) -> int:
-    """Insert inside the caller's transaction, so a record never exists without its source."""
+    """Insert inside the caller's transaction, so a record never exists without its source.
+
+    Nothing is indexed for an incognito conversation (returns 0): the store
+    itself keeps it out of memory, whichever path wrote the words."""
+    if conversation_id is not None:
+        cur = await conn.execute(
+            "SELECT incognito FROM conversations WHERE id = ?", (conversation_id,)
+        )
+        found = await cur.fetchone()
+        await cur.close()
+        if found is not None and found[0]:
+            return 0
     created = time.time() if created_at is None else created_at
     cur = await conn.execute(
         "INSERT INTO memory_records(key, source, conversation_id, turn_id, note_id, content,"

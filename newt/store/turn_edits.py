@@ -79,8 +79,18 @@ async def fork_conversation(
     async with db.transaction() as conn:
         await conn.execute(
             "INSERT INTO conversations(id, title, model, base_url, created_at, updated_at,"
-            " parent_id, forked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (conv_id, title, source.model, source.base_url, now, now, source.id, at_turn),
+            " parent_id, forked_at, incognito) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                conv_id,
+                title,
+                source.model,
+                source.base_url,
+                now,
+                now,
+                source.id,
+                at_turn,
+                int(source.incognito),
+            ),
         )
         new_ids: dict[int, int] = {}  # original row id -> its copy's
         for row in fork_rows(rows, at_turn):
@@ -105,6 +115,7 @@ async def fork_conversation(
         0,
         parent_id=source.id,
         parent_title=source.title,
+        incognito=source.incognito,
     )
 
 
