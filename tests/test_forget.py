@@ -309,3 +309,25 @@ async def test_a_corrected_note_never_comes_back(fake_openai: FakeOpenAI, how: s
         assert holds(s.store.db.path, "Tromsø") == []
     finally:
         await s.close()
+
+
+async def test_recall_preview_shows_the_capsules_without_counting(
+    fake_openai: FakeOpenAI,
+) -> None:
+    chat = await open_chat(fake_openai)
+    s = chat.session
+    try:
+        await chat.say(f"My locker code is {SECRET}, please remember it.")
+        await chat.filler(14)  # the message leaves the working set
+        await s.summaries.wait(30)  # a background summary is a request of its own
+        requests = len(fake_openai.chat_requests)
+        report, block = await s.recall_preview("what is my locker code")
+        assert report is not None and any(SECRET in c.excerpt for c in report.capsules)
+        assert SECRET in block
+        assert len(fake_openai.chat_requests) == requests  # nothing was sent
+        rows = await s.store.db.conn.execute_fetchall(
+            "SELECT max(access_count) FROM memory_records"
+        )
+        assert next(iter(rows))[0] == 0  # a look is not a use
+    finally:
+        await s.close()

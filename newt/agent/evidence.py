@@ -69,9 +69,17 @@ class EvidenceSource:
         room = max(0, self.room() - fixed_tokens)
         return evidence_budget(self.config.recall.retained_token_budget, room)
 
-    async def gather(self, text: str, resident: Collection[str], fixed_tokens: int = 0) -> Gathered:
+    async def gather(
+        self,
+        text: str,
+        resident: Collection[str],
+        fixed_tokens: int = 0,
+        *,
+        count_hits: bool = True,
+    ) -> Gathered:
         """Capsules for `text`, leaving out what the model already sees:
-        resident turns, the current record and notes (in the system prompt)."""
+        resident turns, the current record and notes (in the system prompt).
+        `count_hits=False`: a preview (/recall), not a use of the records."""
         now = self.recall.db.clock()
         budget = self.budget(fixed_tokens)
         history_since = await self.recall.said_since(resident)
@@ -86,5 +94,6 @@ class EvidenceSource:
             ),
             exclude_keys=exclude,
             now=now,
+            count_hits=count_hits,
         )
         return Gathered(response.retained_evidence, now, history_since)

@@ -463,6 +463,14 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
             report, _ = await self.memory_admin.keep_out(conv)
             return report
 
+    async def recall_preview(self, text: str) -> tuple[RetentionReport | None, str]:
+        """`/recall TEXT`: the capsules a message with this text would carry
+        now, and their block as sent (empty: none); nothing is counted."""
+        if not text.strip():
+            raise SessionError("give the text to look up: /recall TEXT")
+        async with self.lock:
+            return await TurnRunner(self.turn_context(), text).preview_evidence()
+
     async def search_memory(self, query: str) -> list[MemoryHit]:
         return await self.memory_admin.search(query)
 

@@ -258,6 +258,22 @@ class TurnRunner:
             messages[-1] = MemMessage(last.role, self.p.evidence + last.content)
         return messages
 
+    async def preview_evidence(self) -> tuple[RetentionReport | None, str]:
+        """The capsules, and the block as it would be sent, that a message
+        with this text would carry now (/recall): nothing is stored or counted."""
+        s = self.s
+        fixed = s.tokens_for(self._build()[0].content) + self._all_schema_tokens()
+        gathered = await s.evidence.gather(
+            self.text, s.log.resident_keys(), fixed, count_hits=False
+        )
+        return fit_block(
+            gathered.report,
+            gathered.report.budget_tokens if gathered.report is not None else 0,
+            keys=self._can_fetch_records(),
+            now=gathered.now,
+            history_since=gathered.history_since,
+        )
+
     async def _request(self) -> AsyncGenerator[ev.AgentEvent, None]:
         s, p = self.s, self.p
         if s.extra_tools is not None and s.capabilities.supports_tools is not False:
