@@ -121,11 +121,13 @@ class EmbedQueue:
         if vectors is None:
             return False
         at = 0
-        for (record_id, _), group in zip(pending, pieces, strict=True):
+        for (record_id, content), group in zip(pending, pieces, strict=True):
             mine = vectors[at : at + len(group)]
             at += len(group)
             # No vector at all stores the unembeddable mark: never offered again.
-            await self.index.store(record_id, [v for v in mine if v is not None])
+            # Only for the text embedded: a record rewritten meanwhile (a
+            # corrected note, a forgotten quote) is embedded again.
+            await self.index.store(record_id, [v for v in mine if v is not None], content)
             self.embedded += 1
         return True
 

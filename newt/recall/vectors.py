@@ -102,20 +102,25 @@ class VectorIndex:
         )
         return [(row[0], row[1]) for row in await cur.fetchall()]
 
-    async def store(self, record_id: int, vectors: Sequence[Sequence[float]]) -> None:
-        """Replace the record's vectors in this space (none: mark it unembeddable)."""
+    async def store(
+        self, record_id: int, vectors: Sequence[Sequence[float]], content: str | None = None
+    ) -> None:
+        """Replace the record's vectors in this space (none: mark it unembeddable);
+        with `content`, only while the record still holds that text."""
         blobs = [pack(v) for v in vectors] or [b""]
         async with self.db.transaction() as conn:
             await conn.execute(
                 "DELETE FROM memory_vectors WHERE record_id = ? AND space = ?",
                 (record_id, self.space),
             )
-            # The record may have been deleted meanwhile: insert only if it exists.
+            # The record may have been deleted or rewritten meanwhile: insert
+            # only if it exists (and still says what was embedded).
             for chunk, blob in enumerate(blobs):
                 await conn.execute(
                     "INSERT INTO memory_vectors(record_id, space, chunk, vector)"
-                    " SELECT id, ?, ?, ? FROM memory_records WHERE id = ?",
-                    (self.space, chunk, blob, record_id),
+                    " SELECT id, ?, ?, ? FROM memory_records WHERE id = ?"
+                    " AND (? IS NULL OR content = ?)",
+                    (self.space, chunk, blob, record_id, content, content),
                 )
 
     async def has_any(self) -> bool:
