@@ -331,3 +331,24 @@ async def test_recall_preview_shows_the_capsules_without_counting(
         assert after == before  # a look is not a use
     finally:
         await s.close()
+
+
+async def test_migration_12_on_an_old_database(tmp_path: Path) -> None:
+    """Notes made before migration 12 belong to no conversation (deleting one
+    keeps them); conversations start remembered, not incognito."""
+    from newt.store import Database, Store
+    from newt.store.forget import MemoryEraser
+
+    path = tmp_path / "newt.db"
+    db = await Database.open(path, migrate=False)
+    await db.migrate(target=11)
+    await db.conn.execute(
+        "INSERT INTO conversations(id, title, created_at, updated_at) VALUES ('c1', 'old', 1, 2)"
+    )
+    await db.conn.execute("INSERT INTO notes(content, created_at) VALUES ('likes tea', 1)")
+    await db.close()
+    async with await Store.open(path) as store:
+        conv = await store.conversations.get("c1")
+        assert conv is not None and not conv.incognito
+        await MemoryEraser(store.db).delete_conversation("c1")
+        assert await store.notes.list() == ["likes tea"]
