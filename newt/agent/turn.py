@@ -1,4 +1,4 @@
-"""One user turn of the agentic loop (DESIGN.md section 4).
+"""One user turn of the agentic loop (docs/design.md section 3).
 
     persist the user's words (pending) -> recall evidence -> build_messages
     -> pre-send guard (compact first if the prompt would not fit)

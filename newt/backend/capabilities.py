@@ -1,7 +1,7 @@
 """What newt learns about each (base_url, model), and the context budget it implies.
 
 The record_* functions update the capability cache (``CapabilityRepo``);
-``resolve_budget`` is the pure rule of DESIGN.md section 3 that turns the
+``resolve_budget`` is the pure rule that turns the
 cache (plus the user's config) into the TokenBudget's ``max_tokens``.
 """
 

@@ -1,6 +1,6 @@
 """newt's memory: what of a conversation the model sees.
 
-Public names follow DESIGN.md section 2. How the agent drives a provider:
+How the agent drives a provider (docs/design.md section 4):
 
     provider = create_provider(cfg.provider, context_tokens=res.context_tokens,
                                threshold_pct=cfg.threshold_pct,

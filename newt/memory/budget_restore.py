@@ -1,4 +1,4 @@
-"""Reading the durable log back into TokenBudget's working set (DESIGN.md section 3).
+"""Reading the durable log back into TokenBudget's working set (docs/design.md section 4).
 
 The working set is `[last record]` + the `resident_turns` ordinary turns just
 before it + every turn after it (no record: all turns). Fullness is anchored

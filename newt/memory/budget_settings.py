@@ -73,7 +73,7 @@ class BudgetSettings:
     def with_calibration(self, calibrator: Calibrator | None = None) -> Self:
         """Learn the estimate from the backend's usage reports (calibration.py).
 
-        Off by default, so estimates follow DESIGN.md's fixed chars_per_token.
+        Off by default, so estimates follow the fixed chars_per_token.
         Seed it with the capability cache's ratio: `Calibrator(cached_ratio)`.
         """
         self.estimator.calibrate(calibrator)

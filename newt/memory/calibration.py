@@ -1,6 +1,6 @@
 """Learning the token estimate from the backend's own reports.
 
-DESIGN.md's `TokenEstimation` divides characters by a fixed ratio. Measured
+The plain `TokenEstimation` divides characters by a fixed ratio. Measured
 against llama-server (benchmarks/fullness_accuracy.py) that keeps the anchored
 fullness only within ~20 %: the same model spends 2 chars per token on JSON
 and 5 on English prose, and its chat template adds ~15 tokens of glue per

@@ -2,7 +2,7 @@
 
 Two modes, chosen here and nowhere else:
 
-- **plain** (DESIGN.md section 3): every text costs `tokens_for(text)` of the
+- **plain**: every text costs `tokens_for(text)` of the
   configured `TokenEstimation` (chars / chars_per_token); a turn costs its
   user text plus its reply.
 - **calibrated** (calibration.py): the estimate is learned from the backend's

@@ -31,7 +31,7 @@ def create_provider(
     newt.backend.capabilities.resolve_budget) and `budget_source` the source
     that won. `calibrate` learns the token estimate from the backend's reports
     starting from `chars_per_token` (see calibration.py); off, estimates are
-    DESIGN.md's plain chars / chars_per_token. rolling_window ignores the
+    the plain chars / chars_per_token. rolling_window ignores the
     token settings and keeps `max_turns`.
     """
     key = (name or DEFAULT_PROVIDER).strip().lower()

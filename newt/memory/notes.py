@@ -5,7 +5,7 @@ list and the database never diverge: the async methods plan the change,
 write it through the repository, and only then apply it locally. A failed
 write leaves the notebook untouched.
 
-Rules (DESIGN.md section 6): entries are stripped; the total of the entries'
+Rules: entries are stripped; the total of the entries'
 lengths may not pass `limit` (2,200 characters); an exact duplicate add is a
 no-op; replace/remove pick one entry by substring (an entry equal to the
 substring wins; otherwise case-sensitive containment, then case-insensitive),

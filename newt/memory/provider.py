@@ -1,7 +1,7 @@
 """The MemoryProvider protocol (every method of the seed, snake_case) and a
 base class carrying the seed's defaults.
 
-Sync or async follows DESIGN.md section 2: work that may call the backend
+Sync or async by what a method does: work that may call the backend
 (sync_turn's summarizer, compact) or do I/O (initialize, prefetch,
 on_pre_compress, on_session_end) is async; bookkeeping the UI reads or the
 resume path runs (build_messages, restore_turns, usage, reset,

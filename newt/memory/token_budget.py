@@ -1,6 +1,6 @@
 """TokenBudget: keep the conversation within a share of the context window.
 
-Fullness (`used`, DESIGN.md section 3) is anchored on the backend's
+Fullness (`used`) is anchored on the backend's
 last-reported prompt size, which already counts the system prompt and every
 resident turn, plus an estimate of what was added or removed since:
 `used = max(0, reported + delta)`. Before any report it is the sum of the

@@ -1,4 +1,4 @@
-"""Plain data shared by every memory provider (DESIGN.md section 2 names)."""
+"""Plain data shared by every memory provider."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ class Estimator(Protocol):
 class TokenEstimation:
     """chars -> tokens heuristic between backend reports.
 
-    DESIGN.md fixes `chars_per_token: int = 4`; a float is accepted too so a
+    `chars_per_token` defaults to 4; a float is accepted too so a
     ratio learned from the backend's own reports (see calibration.py) can drive
     the same rule: tokens_for(text) = ceil(len(text) / max(1, chars_per_token)).
     """

@@ -1,7 +1,7 @@
 """Recall and retained evidence (EMBER v0): bm25 recall over every memory record,
 and compact verbatim evidence capsules packed under a token budget.
 
-See DESIGN.md section 5. Nothing here imports textual.
+docs/design.md section 7 describes it. Nothing here imports textual.
 """
 
 from newt.recall.engine import RecallEngine, RecallRequest, RecallResponse

@@ -130,7 +130,7 @@ class RecallRequest:
 class RecallResponse:
     """`memories` best first; `retained_evidence` is set iff a budget was requested.
 
-    `terms` (beyond DESIGN.md) are the folded words the capsule excerpts were
+    `terms` are the folded words the capsule excerpts were
     centered on, e.g. for highlighting them in the sidebar.
     """
 
