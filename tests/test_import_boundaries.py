@@ -10,7 +10,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "newt"
-CORE = ("newt.agent", "newt.memory", "newt.recall", "newt.backend", "newt.store")
+CORE = ("newt.agent", "newt.memory", "newt.recall", "newt.backend", "newt.store", "newt.mcp")
+# The layers below the agent never import it: the arrows run one way.
+BELOW_AGENT = ("newt.memory", "newt.recall", "newt.backend", "newt.store", "newt.mcp")
 # What the UI may import of newt: the agent layer (its views, events and
 # session) and the configuration. Never the store, recall, memory or backend.
 UI_ALLOWED = ("newt.ui", "newt.agent", "newt.config")
@@ -66,6 +68,17 @@ def test_the_core_never_imports_the_ui_or_textual() -> None:
         if within(mod, CORE)
         for imp in imports_of(mod)
         if within(imp, ("newt.ui", "textual", "rich"))
+    }
+    assert not bad, sorted(bad)
+
+
+def test_nothing_below_the_agent_imports_it() -> None:
+    bad = {
+        f"{mod} imports {imp}"
+        for mod in MODULES
+        if within(mod, BELOW_AGENT)
+        for imp in imports_of(mod)
+        if within(imp, ("newt.agent", "newt.ui", "newt.cli"))
     }
     assert not bad, sorted(bad)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from newt.agent.mcp_tools import McpTools, tools_report
 from newt.agent.tool_approval import Approver
-from newt.mcp.tooling import McpTools, tools_report
 
 
 class McpControls:

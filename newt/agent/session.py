@@ -37,6 +37,7 @@ from newt.agent.errors import (
 from newt.agent.evidence import EvidenceSource
 from newt.agent.export import export_conversation
 from newt.agent.mcp_controls import McpControls
+from newt.agent.mcp_tools import McpTools
 from newt.agent.memory_admin import ForgetReport, MemoryAdmin, MemoryHit
 from newt.agent.memory_status import MemoryStatus, add_tool_costs, dump_report, memory_status
 from newt.agent.note_command import is_read_only_note_command, run_note_command
@@ -49,7 +50,6 @@ from newt.agent.turn import TurnContext, TurnRunner
 from newt.agent.turn_attachments import TurnAttachments
 from newt.backend.client import ChatClient
 from newt.config import Config
-from newt.mcp.tooling import McpTools
 from newt.memory import MemMessage, MemoryProvider
 from newt.memory.notes import NoteBook
 from newt.memory.restore import conversation_turns_from_log

@@ -83,7 +83,7 @@ class TurnContext:
 
 
 class ExtraTools(Protocol):
-    """Tools from outside newt (newt.mcp.tooling.McpTools)."""
+    """Tools from outside newt (newt.agent.mcp_tools.McpTools)."""
 
     reported_schema_tokens: int
     """Tokens of these schemas inside the prompt size the backend last reported."""
