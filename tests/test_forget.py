@@ -352,3 +352,20 @@ async def test_migration_12_on_an_old_database(tmp_path: Path) -> None:
         assert conv is not None and not conv.incognito
         await MemoryEraser(store.db).delete_conversation("c1")
         assert await store.notes.list() == ["likes tea"]
+
+
+async def test_a_forgotten_note_goes_like_a_removed_one(fake_openai: FakeOpenAI) -> None:
+    chat = await open_chat(fake_openai)
+    s = chat.session
+    try:
+        await chat.say("Note this: sister lives in Tromsø.")
+        await s.note("sister lives in Tromsø")
+        hits = [h for h in await s.search_memory("Tromsø") if h.kind == "note"]
+        assert hits
+        report = await s.forget([hits[0].key])
+        assert report.notes == 1
+        await chat.say("Where does my sister live?")
+        assert "Tromsø" not in sent(fake_openai)
+        assert holds(s.store.db.path, "Tromsø") == []
+    finally:
+        await s.close()

@@ -162,6 +162,8 @@ class MemoryAdmin:
         summaries = [k for k in keys if k.startswith("c")]
         done = await self.eraser.forget_keys(k for k in keys if not k.startswith("c"))
         report = _report(done)
+        for note in done.old_notes:  # a forgotten note goes as a removed one does
+            done.add(await self.correct(note, None))
         await self._unquote(done, report)
         for key in summaries:
             row = int(key[1:])

@@ -514,7 +514,7 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
         return report
 
     async def _after_forget(self, touched: set[str], *, deleted: bool) -> None:
-        self.notes = await NoteBook.load(self.store.notes)
+        await self.notes.reload(self.store.notes)  # in place: the provider reads this book
         self.last_retention = None
         conv = self.conversation
         if conv is None:

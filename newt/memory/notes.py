@@ -56,6 +56,10 @@ class NoteBook:
     async def load(cls, repo: NoteStore, *, limit: int = NOTES_CHAR_LIMIT) -> NoteBook:
         return cls(await repo.list(), limit=limit)
 
+    async def reload(self, repo: NoteStore) -> None:
+        """Read the notes again in place (the provider holds this very book)."""
+        self._notes = [n for n in (s.strip() for s in await repo.list()) if n]
+
     # -- read side ---------------------------------------------------------
 
     @property

@@ -52,6 +52,8 @@ class Forgotten:
     notes: int = 0
     conversations: int = 0
     old_texts: list[str] = field(default_factory=list)
+    old_notes: list[str] = field(default_factory=list)
+    """The words of forgotten notes: the caller takes them out where they were quoted."""
     touched: set[str] = field(default_factory=set)
     """Conversations whose log changed (to reload if open, to check for quotes)."""
     scrubbed: bool = True
@@ -63,6 +65,7 @@ class Forgotten:
         self.notes += other.notes
         self.conversations += other.conversations
         self.old_texts += other.old_texts
+        self.old_notes += other.old_notes
         self.touched |= other.touched
         self.scrubbed = self.scrubbed and other.scrubbed
 
@@ -146,7 +149,7 @@ class MemoryEraser:
                     await cur.close()
                     done.notes += len(found)
                     done.records += len(found)
-                    done.old_texts += [str(r[0]) for r in found]
+                    done.old_notes += [str(r[0]) for r in found]
                     continue
                 await self._forget_turn_record(conn, key, kind, ident, n, done)
         done.scrubbed = await self.scrub()
