@@ -453,25 +453,22 @@ class TurnRunner:
         for round_no in range(MAX_TOOL_ROUNDS + 1):
             use_tools = s.capabilities.supports_tools is not False and round_no < MAX_TOOL_ROUNDS
             result: ChatResult | None = None
-            tools: list[dict[str, Any]] | None = None
-            try:
-                tools = s.tool_schemas if use_tools and s.tool_schemas else None
-                async with aclosing(self._stream(wire, tools)) as stream:
-                    async for item in stream:
-                        if isinstance(item, ChatResult):
-                            result = item
-                        else:
-                            yield item
-            except ToolsUnsupportedError:
-                tools = None
-                await s.capabilities.record_tools_unsupported()
-                yield ev.Notice("this backend does not accept tools; continuing without them")
-                async with aclosing(self._stream(wire, None)) as stream:
-                    async for item in stream:
-                        if isinstance(item, ChatResult):
-                            result = item
-                        else:
-                            yield item
+            tools = s.tool_schemas if use_tools and s.tool_schemas else None
+            while True:  # once, or again without tools for a backend that refuses them
+                try:
+                    async with aclosing(self._stream(wire, tools)) as stream:
+                        async for item in stream:
+                            if isinstance(item, ChatResult):
+                                result = item
+                            else:
+                                yield item
+                    break
+                except ToolsUnsupportedError:
+                    if tools is None:
+                        raise
+                    tools = None
+                    await s.capabilities.record_tools_unsupported()
+                    yield ev.Notice("this backend does not accept tools; continuing without them")
             if result is None:
                 return
             p.finish_reason = result.finish_reason
