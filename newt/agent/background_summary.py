@@ -18,14 +18,26 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 from newt.agent.conversation_log import ConversationLog
 from newt.agent.detached_summary import stop_detached_writer, wait_for_detached_writer
 from newt.memory import MemoryProvider
+from newt.memory.capabilities import Summarizing
 
 log = logging.getLogger(__name__)
 MAX_ROUNDS = 3
+
+
+def _owes(provider: MemoryProvider, *, overdue: bool = True) -> bool:
+    """A summary is owed (pending), or more than one fold's (overdue)."""
+    if not isinstance(provider, Summarizing):
+        return False
+    return provider.summary_overdue if overdue else provider.summary_pending
+
+
+def _steps(provider: MemoryProvider) -> int:
+    return provider.owed_steps if isinstance(provider, Summarizing) else 0
 
 
 class BackgroundSummary:
@@ -55,12 +67,14 @@ class BackgroundSummary:
         return self._task is not None and not self._task.done()
 
     def start(self) -> None:
-        if self.running or not getattr(self.current(), "summary_pending", False):
+        if self.running or not _owes(self.current(), overdue=False):
             return
         self._task = asyncio.create_task(self._work())
 
     async def _work(self) -> None:
-        provider: Any = self.current()
+        provider = self.current()
+        if not isinstance(provider, Summarizing):
+            return
         try:
             # A few rounds at most: each round either stores a summary or finds
             # that another newt moved the record on, and then summarizes what
@@ -85,7 +99,7 @@ class BackgroundSummary:
                         # this one): build on the log, then apply the summary if
                         # the turns it was written from are still the ones owed
                         await self.reload()
-                    if not cast(Any, provider).apply_summary(result):
+                    if not provider.apply_summary(result):
                         continue
                     await self.log.persist_compaction(provider, "summary")
         except asyncio.CancelledError:
@@ -115,9 +129,9 @@ class BackgroundSummary:
         not held up for it again until another step is owed."""
         try:
             provider = self.current()
-            if not getattr(provider, "summary_overdue", False):
+            if not _owes(provider):
                 return True
-            owed = (id(provider), int(getattr(provider, "owed_steps", 0)))
+            owed = (id(provider), _steps(provider))
             if owed == self._gave_up:
                 return False
             conv = self.log.conversation
@@ -127,13 +141,13 @@ class BackgroundSummary:
                 async with self.lock, self.writer():  # it stored the summary: take it
                     if await self.log.changed_elsewhere():
                         await self.reload()
-            if getattr(self.current(), "summary_overdue", False):
+            if _owes(self.current()):
                 self.start()
                 await self.wait(timeout)
         except Exception:
             log.debug("settling an overdue summary failed; the turn goes on", exc_info=True)
-        if getattr(self.current(), "summary_overdue", False):
-            self._gave_up = (id(self.current()), int(getattr(self.current(), "owed_steps", 0)))
+        if _owes(self.current()):
+            self._gave_up = (id(self.current()), _steps(self.current()))
             return False
         return True
 

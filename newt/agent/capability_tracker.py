@@ -8,12 +8,12 @@ overflow) and the learned token estimate.
 
 from __future__ import annotations
 
-from typing import Any
-
 from newt.backend import capabilities as caps
 from newt.backend.errors import ContextLengthExceededError
 from newt.backend.probe import probe_context_window
 from newt.config import Config
+from newt.memory import MemoryProvider
+from newt.memory.capabilities import Calibrating
 from newt.store import CapabilityRepo, ModelCapabilities
 
 # Tokens kept free for the reply when checking that a prompt fits.
@@ -87,10 +87,11 @@ class CapabilityTracker:
     async def record_accepted_prompt(self, prompt_tokens: int) -> None:
         await caps.record_accepted_prompt(self.repo, self.base_url, self.model, prompt_tokens)
 
-    async def remember_estimate(self, provider: Any) -> None:
+    async def remember_estimate(self, provider: MemoryProvider) -> None:
         """Keep the learned estimate (ratio and template glue) per model for next time."""
-        ratio = getattr(provider, "learned_chars_per_token", None)
-        glue = getattr(provider, "learned_glue", None)
+        if not isinstance(provider, Calibrating):
+            return
+        ratio, glue = provider.learned_chars_per_token, provider.learned_glue
         if ratio is None or glue is None:
             return
         learned = (float(ratio), *glue)

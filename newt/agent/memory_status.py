@@ -10,6 +10,7 @@ from typing import Any
 from newt.agent.reply_stats import TokenTally
 from newt.agent.tools import TOOL_SCHEMAS
 from newt.memory import MemoryProvider
+from newt.memory.capabilities import Anchored
 from newt.memory.notes import NoteBook
 from newt.recall import RetentionReport
 
@@ -52,7 +53,7 @@ def memory_status(
     tally: TokenTally | None = None,
 ) -> MemoryStatus:
     usage = provider.usage() or ("tokens", 0, 0)
-    p: Any = provider
+    anchored = provider if isinstance(provider, Anchored) else None
     tally = tally or TokenTally()
     return MemoryStatus(
         provider=provider.name,
@@ -61,11 +62,11 @@ def memory_status(
         budget=usage[2],
         budget_source=budget.source,
         context_tokens=budget.context_tokens,
-        last_reported=getattr(p, "last_reported", None),
-        estimate_delta=getattr(p, "estimate_delta", 0),
+        last_reported=anchored.last_reported if anchored else None,
+        estimate_delta=anchored.estimate_delta if anchored else 0,
         resident_turns=provider.resident_turns(),
-        total_turns=getattr(p, "total_turns", provider.resident_turns()),
-        compactions=getattr(p, "compactions", 0),
+        total_turns=anchored.total_turns if anchored else provider.resident_turns(),
+        compactions=anchored.compactions if anchored else 0,
         notes_used=notes.used_chars,
         notes_limit=notes.limit,
         last_retention=last_retention,

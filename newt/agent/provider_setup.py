@@ -8,6 +8,7 @@ from typing import Any
 from newt.backend.client import ChatClient
 from newt.config import Config
 from newt.memory import MemoryProvider, create_provider
+from newt.memory.capabilities import Summarizing
 from newt.memory.compaction import Summarizer
 from newt.memory.notes import NoteBook
 
@@ -26,9 +27,8 @@ def session_provider(
         # learn the estimate from the backend's own reports (see newt.memory.calibration)
         calibrate=True,
     )
-    defer = getattr(provider, "with_deferred_summaries", None)
-    if defer is not None:
-        defer()  # a turn that compacts returns at once (newt.agent.background_summary)
+    if isinstance(provider, Summarizing):
+        provider.with_deferred_summaries()  # a turn that compacts returns at once
     return provider
 
 

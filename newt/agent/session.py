@@ -50,7 +50,8 @@ from newt.agent.turn import TurnContext, TurnRunner
 from newt.agent.turn_attachments import TurnAttachments
 from newt.backend.client import ChatClient
 from newt.config import Config
-from newt.memory import MemMessage, MemoryProvider
+from newt.memory import CompactingProvider, MemMessage, MemoryProvider
+from newt.memory.capabilities import Anchored, Calibrating, Summarizing
 from newt.memory.notes import NoteBook
 from newt.memory.restore import conversation_turns_from_log
 from newt.recall import RetentionReport
@@ -138,10 +139,10 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
         await self.capabilities.refresh(probe=probe)
         self.provider = self._make_provider()
         cap = self.capabilities.cached
-        if cap and cap.chars_per_token:
-            seed = getattr(self.provider, "set_chars_per_token", None)
-            if seed is not None:
-                seed(cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens)
+        if cap and cap.chars_per_token and isinstance(self.provider, Calibrating):
+            self.provider.set_chars_per_token(
+                cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens
+            )
 
     async def _probe_in_background(self) -> None:
         """The capability probe, after open: a new budget replaces the provider
@@ -346,19 +347,24 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
                 return None
             if await self.log.changed_elsewhere():
                 await self._load(self.conversation)
-            compact = getattr(self.provider, "compact", None)
-            if compact is None or not await compact(focus or None):
+            if not isinstance(self.provider, CompactingProvider):
+                return None
+            if not await self.provider.compact(focus or None):
                 return None
             await self.summaries.cancel()
-            refresh = getattr(self.provider, "refresh_summary", None)
-            if refresh is not None:
-                await refresh()
+            if isinstance(self.provider, Summarizing):
+                await self.provider.refresh_summary()
             return await self.log.persist_compaction(self.provider, "manual")
 
     async def _summarize(self, messages: list[MemMessage]) -> str:
         """Ask for a summary no longer than the record can hold: a longer one
         is cut anyway, and on a one-slot server every token of it is a wait."""
-        cap = getattr(self.provider, "summary_reply_tokens", SUMMARY_REPLY_TOKENS)
+        provider = self.provider
+        cap = (
+            provider.summary_reply_tokens
+            if isinstance(provider, Summarizing)
+            else SUMMARY_REPLY_TOKENS
+        )
         result = await self.client.complete(
             [{"role": m.role, "content": m.content} for m in messages],
             max_tokens=min(SUMMARY_REPLY_TOKENS, int(cap)),
@@ -369,9 +375,8 @@ class ChatSession(ConversationEdits, McpControls, SettingsControls):
 
     def estimate_tokens(self, text: str) -> int:
         """The provider's (possibly calibrated) estimate, else chars/chars_per_token."""
-        tokens_for = getattr(self.provider, "tokens_for", None)
-        if tokens_for is not None:
-            return int(tokens_for(text))
+        if isinstance(self.provider, Anchored):
+            return int(self.provider.tokens_for(text))
         per = max(1, self.config.estimation.chars_per_token)
         return -(-len(text) // per)
 

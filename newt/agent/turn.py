@@ -48,6 +48,7 @@ from newt.backend.errors import (
 from newt.backend.types import ThinkingDelta
 from newt.chat_settings import ChatSettings
 from newt.memory import CompactingProvider, MemMessage, MemoryProvider, TurnMetrics, Usage
+from newt.memory.capabilities import Anchored
 from newt.recall import RetentionReport
 from newt.recall.presentation import fit_block
 
@@ -360,7 +361,7 @@ class TurnRunner:
         ceiling, reserve = s.capabilities.ceiling_and_reserve(s.settings.max_tokens)
         required = s.tokens_for(messages[-1].content) + reserve + self._schema_tokens()
         required += self._image_tokens()
-        if getattr(s.provider, "last_reported", None) is None:
+        if not isinstance(s.provider, Anchored) or s.provider.last_reported is None:
             required += s.tokens_for(messages[0].content)
         return ceiling, required
 
@@ -393,7 +394,7 @@ class TurnRunner:
         s = self.s
         if not self._all_schema_tokens():
             return 0
-        if getattr(s.provider, "last_reported", None) is not None:
+        if isinstance(s.provider, Anchored) and s.provider.last_reported is not None:
             if s.extra_tools is None:
                 return 0
             now = s.tokens_for(json.dumps(s.extra_tools.schemas()))
