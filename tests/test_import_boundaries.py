@@ -10,9 +10,24 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "newt"
-CORE = ("newt.agent", "newt.memory", "newt.recall", "newt.backend", "newt.store", "newt.mcp")
+CORE = (
+    "newt.agent",
+    "newt.memory",
+    "newt.recall",
+    "newt.backend",
+    "newt.store",
+    "newt.mcp",
+    "newt.importing",
+)
 # The layers below the agent never import it: the arrows run one way.
-BELOW_AGENT = ("newt.memory", "newt.recall", "newt.backend", "newt.store", "newt.mcp")
+BELOW_AGENT = (
+    "newt.memory",
+    "newt.recall",
+    "newt.backend",
+    "newt.store",
+    "newt.mcp",
+    "newt.importing",
+)
 # What the UI may import of newt: the agent layer (its views, events and
 # session) and the configuration. Never the store, recall, memory or backend.
 UI_ALLOWED = ("newt.ui", "newt.agent", "newt.config")

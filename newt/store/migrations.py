@@ -316,6 +316,27 @@ async def m012_memory_ownership(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m013_imports(conn: aiosqlite.Connection) -> None:
+    # What was brought in from another app (newt.importing): one row per imported
+    # conversation, so importing the same file again adds nothing twice. `digest`
+    # hashes what was read, to tell a conversation that changed at the source.
+    # Deleting the conversation forgets that it was imported.
+    await run_script(
+        conn,
+        """
+        CREATE TABLE imports (
+            source          TEXT NOT NULL,
+            source_id       TEXT NOT NULL,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            digest          TEXT NOT NULL,
+            imported_at     REAL NOT NULL,
+            PRIMARY KEY (source, source_id)
+        );
+        CREATE INDEX imports_conversation ON imports(conversation_id);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
@@ -329,6 +350,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (10, "records_with_shape", m010_records_with_shape),
     (11, "said_at_index", m011_said_at_index),
     (12, "memory_ownership", m012_memory_ownership),
+    (13, "imports", m013_imports),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
