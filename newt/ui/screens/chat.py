@@ -108,7 +108,8 @@ class ChatScreen(Screen[None]):
         yield Header(show_clock=False, icon="🦎")
         with Horizontal(id="body"):
             with Vertical(id="main"):
-                yield ChatLog(id="log")
+                # the log reads the durable log to tell which turns a fold took
+                yield ChatLog(id="log", history=lambda: self.session.history())
                 yield PromptBar(id="prompt")
             yield EvidenceSidebar(id="evidence")
         with Horizontal(id="status-bar"):

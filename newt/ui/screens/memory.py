@@ -1,8 +1,10 @@
-"""The /memory panel: what the memory provider is doing, in figures."""
+"""The /memory panel: what the memory provider is doing, in figures, and the
+folds of the current conversation."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -11,8 +13,15 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from newt.ui.format import meter_level, meter_text, tokens
+from newt.ui.format import ago, meter_level, meter_text, tokens
+from newt.ui.widgets.entries import fold_size
 from newt.ui.widgets.token_meter import bar
+
+if TYPE_CHECKING:
+    from newt.agent.views import FoldView
+
+LoadFolds = Callable[[], Awaitable[Sequence["FoldView"] | None]]
+FOLDS_LISTED = 8  # the newest folds listed; older ones are counted
 
 SOURCES = {
     "config": "explicit config ([memory] context_tokens)",
@@ -87,15 +96,45 @@ def conversation_tokens(status: Any) -> str:
     return text
 
 
+def fold_lines(folds: Sequence[FoldView] | None, now: float | None = None) -> list[str]:
+    """The folds row of the panel: a count, then one line per fold (newest
+    last): when, how many turns and which, summary written or still owed.
+    Pure so tests can read it; times are relative, as the picker's are."""
+    if folds is None:
+        return ["not known (the conversation log could not be read)"]
+    shown = [f for f in folds if f.shown]
+    if not shown:
+        return ["none yet: every turn is still in the window"]
+    owed = sum(1 for f in shown if f.summary_written_at is None)
+    head = f"{len(shown)} in this conversation"
+    head += f" · {owed} summary still owed" if owed else " · every summary written"
+    lines = [head]
+    if len(shown) > FOLDS_LISTED:
+        lines.append(f"… {len(shown) - FOLDS_LISTED} earlier")
+    for fold in shown[-FOLDS_LISTED:]:
+        what = fold_size(fold.turns)
+        written = (
+            "summary still owed"
+            if fold.summary_written_at is None
+            else f"summary written {ago(fold.summary_written_at, now)}"
+        )
+        lines.append(f"{fold.number} · {ago(fold.created_at, now)} · {what} · {written}")
+    return lines
+
+
 class MemoryScreen(ModalScreen[None]):
     CSS_PATH = "memory.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,ctrl+g", "dismiss", "Close"),
     ]
 
-    def __init__(self, status: Any) -> None:
+    def __init__(self, status: Any, folds: LoadFolds | None = None) -> None:
+        """`folds` reads the conversation's folds; by default from the app's
+        session's durable log (`history`)."""
         super().__init__()
         self.status = status
+        self._load_folds = folds
+        self.folds: Sequence[FoldView] | None = None
 
     def compose(self) -> ComposeResult:
         status = self.status
@@ -113,3 +152,24 @@ class MemoryScreen(ModalScreen[None]):
                 with Vertical(classes="row"):
                     yield Static(label, classes="label")
                     yield Static(Content(value), classes="value")
+            with Vertical(classes="row"):
+                yield Static("folds", classes="label")
+                yield Static(Content("…"), classes="value", id="memory-folds")
+
+    async def on_mount(self) -> None:
+        # Awaited here, before the panel settles: a read of the local log.
+        try:
+            self.folds = await self._read_folds()
+        except Exception:  # informative only: never let it break the panel
+            self.folds = None
+        self.query_one("#memory-folds", Static).update(Content("\n".join(fold_lines(self.folds))))
+
+    async def _read_folds(self) -> Sequence[FoldView] | None:
+        if self._load_folds is not None:
+            return await self._load_folds()
+        history = getattr(getattr(self.app, "session", None), "history", None)
+        if history is None:
+            return []
+        from newt.agent.views import fold_views  # loaded with the agent (see format.clean)
+
+        return fold_views(await history())

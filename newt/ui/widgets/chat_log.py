@@ -9,7 +9,8 @@ bottom; scrolling to the top mounts the previous `BATCH` entries back.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -17,9 +18,14 @@ from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Static
 
-from newt.ui.widgets.entries import Entry, UserEntry
-from newt.ui.widgets.messages import widget_for
+from newt.ui.widgets.entries import CompactionEntry, Entry, UserEntry
+from newt.ui.widgets.messages import FoldLine, widget_for
 from newt.ui.widgets.reply_parts import ThinkingBlock
+
+if TYPE_CHECKING:
+    from newt.agent.views import FoldView, HistoryEntry
+
+History = Callable[[], Awaitable[Sequence["HistoryEntry"]]]
 
 WINDOW = 80  # widgets kept mounted while following the bottom
 BATCH = 30  # entries mounted per step when the user scrolls to the top
@@ -37,8 +43,11 @@ class ChatLog(VerticalScroll, can_focus=True):
     }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, history: History | None = None) -> None:
+        """`history`: the conversation's durable log (the session's `history`),
+        read to tell which turns a fold took and whether its summary is written."""
         super().__init__(id=id)
+        self.history = history
         self.entries: list[Entry] = []
         self._first = 0  # index in `entries` of the first mounted entry
         self._loading_earlier = False
@@ -107,7 +116,58 @@ class ChatLog(VerticalScroll, can_focus=True):
         if following:
             await self._trim()
             self.scroll_end(animate=False, immediate=True)
+        if isinstance(entry, CompactionEntry) and entry.fold is None and self.history:
+            self.run_worker(self.resolve_folds(), group="log-folds", exit_on_error=False)
         return widget
+
+    async def load_folds(self) -> list[FoldView] | None:
+        """The conversation's folds as its durable log has them now (None: no log)."""
+        if self.history is None:
+            return None
+        from newt.agent.views import fold_views  # loaded with the agent (see format.clean)
+
+        return fold_views(await self.history())
+
+    async def resolve_folds(self) -> None:
+        """Fill in the fold of each line shown live (a turn's fold or /compact):
+        the event names the record, not which turns it took. A line matches
+        the newest record with its summary; a record a reloaded history shows
+        already drops the line (it would show the fold twice)."""
+        folds = await self.load_folds()
+        if not folds:
+            return
+        shown = {e.fold.row_id for e in self.entries if isinstance(e, CompactionEntry) and e.fold}
+        taken: set[int] = set()
+        from newt.ui.format import clean
+
+        for entry in list(reversed(self.entries)):
+            if not isinstance(entry, CompactionEntry) or entry.fold is not None:
+                continue
+            match = next(
+                (
+                    f
+                    for f in reversed(folds)
+                    if f.row_id not in taken and clean(f.summary) == entry.summary
+                ),
+                None,
+            )
+            if match is None:
+                continue
+            taken.add(match.row_id)
+            widget = next((w for w in self.query(FoldLine) if w.entry is entry), None)
+            if match.row_id in shown:
+                if widget is not None:
+                    await self.discard(widget)
+                else:  # scrolled out of the window, above it
+                    at = next((i for i, e in enumerate(self.entries) if e is entry), None)
+                    if at is not None:
+                        self._first -= at < self._first
+                        del self.entries[at]
+                        self._update_earlier()
+                continue
+            entry.fold = match
+            if widget is not None:
+                widget.show_fold()
 
     async def discard(self, widget: Widget) -> None:
         """Drop a widget and its entry (e.g. an empty reply whose turn failed)."""

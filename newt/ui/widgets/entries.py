@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from newt.ui.format import clean
 
 if TYPE_CHECKING:
-    from newt.agent.views import HistoryEntry, ReplyStats
+    from newt.agent.views import FoldedTurn, FoldView, HistoryEntry, ReplyStats
 
 
 @dataclass
@@ -56,8 +56,28 @@ class AssistantEntry:
 
 @dataclass
 class CompactionEntry:
+    """Where turns were folded into the compaction record: a quiet line that opens.
+
+    `summary` is the record's summary, already cleaned. `fold` says which turns
+    it folded and whether their summary is written; a fold shown live starts
+    without it (the turn's event does not say) and the log fills it in from
+    the durable log (`ChatLog.resolve_folds`)."""
+
     summary: str
     resident_turns: int | None = None
+    fold: FoldView | None = None
+
+    @property
+    def line(self) -> str:
+        """The log's line: how many turns went, and which."""
+        fold = self.fold
+        if fold is None or not fold.turns:
+            return "earlier turns folded into the summary"
+        n = len(fold.turns)
+        return (
+            f"{n} earlier turn{'s' if n != 1 else ''} folded into the summary"
+            f" · {turn_span(fold.turns)}"
+        )
 
 
 @dataclass
@@ -74,6 +94,28 @@ class ErrorEntry:
 
 
 Entry = UserEntry | AssistantEntry | CompactionEntry | NoticeEntry | ErrorEntry
+
+
+def turn_numbers(turns: Sequence[FoldedTurn]) -> str:
+    """Turn numbers as runs: 3; 1–6; 1–3, 5 (a failed turn is never folded)."""
+    runs: list[list[int]] = []
+    for n in sorted(t.number for t in turns):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
+
+
+def turn_span(turns: Sequence[FoldedTurn]) -> str:
+    """The numbers with their noun: turn 3; turns 1–6; turns 1–3, 5."""
+    return f"turn{'s' if len(turns) != 1 else ''} {turn_numbers(turns)}"
+
+
+def fold_size(turns: Sequence[FoldedTurn]) -> str:
+    """How many turns and which: 6 turns (1–6); "earlier turns" when not recorded."""
+    n = len(turns)
+    return f"{n} turn{'s' if n != 1 else ''} ({turn_numbers(turns)})" if n else "earlier turns"
 
 
 def compaction_summary(record: str) -> str:
@@ -101,11 +143,19 @@ def _tool_call(event: dict[str, Any], index: int) -> ToolCall:
 
 
 def entries_from_history(turns: Sequence[HistoryEntry]) -> list[Entry]:
-    """The durable log as log entries (compaction records become dividers)."""
+    """The durable log as log entries: a compaction record that folded turns
+    becomes a fold line where it was written; one that only put a written
+    summary in shows nowhere (the fold it summarized says so when opened),
+    as a live session never shows it either."""
+    from newt.agent.views import fold_views  # loaded with the agent, like format.clean
+
+    folds = {f.row_id: f for f in fold_views(turns)}
     entries: list[Entry] = []
     for turn in turns:
         if turn.kind == "compaction":
-            entries.append(CompactionEntry(clean(turn.summary), turn.resident_turns))
+            fold = folds.get(turn.id)
+            if fold is None or fold.shown:
+                entries.append(CompactionEntry(clean(turn.summary), turn.resident_turns, fold))
             continue
         attached = getattr(turn, "attached", None)
         entries.append(UserEntry(turn.user + ("\n📎 " + ", ".join(attached) if attached else "")))

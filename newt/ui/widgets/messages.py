@@ -73,22 +73,39 @@ class NoticeMessage(Static):
         self.entry = entry
 
 
-class CompactionDivider(Collapsible):
-    """A visible seam where older turns were folded into a summary."""
+class FoldLine(MessageKeys, Static, can_focus=True):
+    """The quiet line where turns were folded into the summary ("6 earlier
+    turns folded into the summary · turns 1–6"). Enter or a click opens what
+    the summary says and which turns it covers (`FoldScreen`). Why a line:
+    folding takes words out of what the model sees, so it is never silent."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open the fold"),
+        *MESSAGE_BINDINGS,
+    ]
+    copy_label = "the summary"
 
     def __init__(self, entry: CompactionEntry) -> None:
-        kept = (
-            f" · {entry.resident_turns} recent turn(s) kept"
-            if entry.resident_turns is not None
-            else ""
-        )
-        super().__init__(
-            Static(Content(entry.summary or "(no summary)"), classes="summary"),
-            title=f"context compacted here{kept}",
-            collapsed=True,
-            classes="message compaction",
-        )
+        super().__init__(classes="message compaction fold")
         self.entry = entry
+        self.tooltip = "Enter or click: the summary and the turns it covers"
+        self.show_fold()
+
+    def show_fold(self) -> None:
+        """Render the entry's line again (its fold was filled in)."""
+        self.update(Content(f"╌ {self.entry.line}"))  # Content: never parsed as markup
+
+    def copy_source(self) -> str:
+        return self.entry.summary
+
+    def on_click(self) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        from newt.ui.screens.record import FoldScreen  # brings the agent's views
+
+        load = getattr(self.parent, "load_folds", None)
+        self.app.push_screen(FoldScreen(self.entry, load))
 
 
 class ErrorMessage(Horizontal):
@@ -288,7 +305,7 @@ def widget_for(entry: Entry) -> Widget:
     if isinstance(entry, AssistantEntry):
         return AssistantMessage(entry)
     if isinstance(entry, CompactionEntry):
-        return CompactionDivider(entry)
+        return FoldLine(entry)
     if isinstance(entry, ErrorEntry):
         return ErrorMessage(entry)
     return NoticeMessage(entry)
