@@ -79,7 +79,7 @@ async def write_conversation(store: Store, conv: ImportedConversation) -> str:
             cur = await conn.execute(
                 "INSERT INTO turns(conversation_id, kind, status, user, assistant, thinking,"
                 " attachments, created_at) VALUES (?, 'turn', ?, ?, ?, ?, '[]', ?)",
-                (conv_id, turn.status, user, turn.assistant, turn.thinking, turn.said_at),
+                (conv_id, turn.status, user, turn.assistant, turn.thinking or "", turn.said_at),
             )
             turn_id = cur.lastrowid
             await cur.close()
