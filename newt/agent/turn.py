@@ -1,152 +1,57 @@
 """One user turn of the agentic loop (docs/design.md section 3).
 
     persist the user's words (pending) -> recall evidence -> build_messages
-    -> pre-send guard (compact first if the prompt would not fit)
-    -> stream the reply, running tools for up to 8 rounds
+    -> pre-send guard (compact first if the prompt would not fit: turn_fit)
+    -> stream the reply, running tools for up to 8 rounds (turn_rounds)
     -> persist the turn -> sync_turn with the backend's usage
     -> persist any compaction record
 
 On a context-length error the overflow is recorded, the history compacted and
 the request retried once. A backend that rejects tools is retried without
 them and that is remembered. Cancelling keeps the partial reply (interrupted).
+The stages share one TurnProgress (newt.agent.turn_context).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sqlite3
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
 from newt.agent import events as ev
-from newt.agent.capability_tracker import CapabilityTracker
-from newt.agent.conversation_log import ConversationLog
-from newt.agent.evidence import EvidenceSource
-from newt.agent.reply_stats import ReplyClock, ReplyStats, answer_share
+from newt.agent.reply_stats import answer_share
 from newt.agent.rescue import save_unsaved_reply
-from newt.agent.tools import (
-    MAX_TOOL_ROUNDS,
-    TOOL_SCHEMAS,
-    ToolHandler,
-    cap_result,
-    run_tool,
-    tool_call_message,
-)
-from newt.agent.turn_attachments import TurnAttachments
-from newt.backend.client import ChatClient, ChatResult, TextDelta
+from newt.agent.turn_context import ExtraTools, TurnContext, TurnProgress
+from newt.agent.turn_fit import RequestFit
+from newt.agent.turn_rounds import ReplyRounds
 from newt.backend.errors import (
     BackendError,
     ContextLengthExceededError,
     ImagesUnsupportedError,
-    ToolsUnsupportedError,
 )
-from newt.backend.types import ThinkingDelta
-from newt.chat_settings import ChatSettings
-from newt.memory import CompactingProvider, MemMessage, MemoryProvider, TurnMetrics, Usage
-from newt.memory.capabilities import Anchored
+from newt.memory import MemMessage, TurnMetrics, Usage
 from newt.recall import RetentionReport
 from newt.recall.presentation import fit_block
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
-# A tool result may take at most this share of the context window.
-TOOL_RESULT_WINDOW_SHARE = 0.25
 # Attempts to store a finished turn before the reply is saved to a file instead.
 FINISH_ATTEMPTS = 3
 
-
-@dataclass
-class TurnContext:
-    """Everything one turn touches, and nothing else of the session."""
-
-    log: ConversationLog
-    provider: MemoryProvider
-    evidence: EvidenceSource
-    client: ChatClient
-    capabilities: CapabilityTracker
-    tools: dict[str, ToolHandler]
-    system_prompt: str
-    tokens_for: Callable[[str], int]
-    """The provider's (possibly calibrated) estimate of one message."""
-    tool_schemas: list[dict[str, Any]] = field(default_factory=lambda: list(TOOL_SCHEMAS))
-    extra_tools: ExtraTools | None = None
-    """MCP servers' tools: started once the turn is persisted, then offered beside ours."""
-    settings: ChatSettings = field(default_factory=ChatSettings)
-    """The conversation's own parameters (sent when set) and reply cap (the reserve)."""
-    attachments: TurnAttachments | None = None
-    """Image parts of the new message (this request only) and what the backend teaches."""
-
-
-class ExtraTools(Protocol):
-    """Tools from outside newt (newt.agent.mcp_tools.McpTools)."""
-
-    reported_schema_tokens: int
-    """Tokens of these schemas inside the prompt size the backend last reported."""
-
-    async def prepare(self) -> list[str]: ...  # start what is needed; notices for the user
-    def schemas(self) -> list[dict[str, Any]]: ...
-    def handlers(self) -> dict[str, ToolHandler]: ...
-
-
-@dataclass
-class _Progress:
-    reply: str = ""
-    thinking: str = ""  # the model's reasoning: stored and shown, never sent back
-    clock: ReplyClock = field(default_factory=ReplyClock)
-    prompt_estimate: int | None = None  # of the first round, for a backend without usage
-    tool_events: list[dict[str, Any]] = field(default_factory=list)
-    prompt_tokens: int | None = None  # of the first round: the working set + new message
-    completion_tokens: int = 0
-    cached_tokens: int | None = None
-    compactions: list[ev.Compacted] = field(default_factory=list)
-    interrupted: bool = False
-    finish_reason: str | None = None  # of the last round: "length" when cut at the cap
-    compact_reason: str = "budget"
-    evidence: str = ""
-    recallable: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
-
-    def usage(self) -> ev.UsageReported | None:
-        if self.prompt_tokens is None:
-            return None
-        return ev.UsageReported(self.prompt_tokens, self.completion_tokens, self.cached_tokens)
-
-    def stats(self, tokens_for: Callable[[str], int]) -> ReplyStats:
-        """The footer's figures: the backend's report, else newt's estimate."""
-        seconds = self.clock.seconds or None
-        cut = self.finish_reason == "length"
-        if self.prompt_tokens is not None:
-            return ReplyStats(
-                self.prompt_tokens, self.completion_tokens, seconds, stopped_for_length=cut
-            )
-        completion = tokens_for(self.thinking + self.reply) if self.thinking or self.reply else 0
-        return ReplyStats(
-            self.prompt_estimate, completion, seconds, estimated=True, stopped_for_length=cut
-        )
-
-    def done(self, turn_id: int, status: str, tokens_for: Callable[[str], int]) -> ev.TurnDone:
-        return ev.TurnDone(
-            turn_id,
-            self.reply,
-            status,
-            self.usage(),
-            self.compactions,
-            thinking=self.thinking.strip(),
-            stats=self.stats(tokens_for),
-            finish_reason=self.finish_reason,
-        )
+__all__ = ["ExtraTools", "TurnContext", "TurnRunner"]
 
 
 class TurnRunner:
     def __init__(self, ctx: TurnContext, text: str) -> None:
         self.s = ctx
         self.text = text
-        self.p = _Progress()
+        self.p = TurnProgress()
+        self.fit = RequestFit(ctx)
         self.last_retention: RetentionReport | None = None
 
     # -------------------------------------------------------------- the turn
@@ -221,7 +126,7 @@ class TurnRunner:
         # of the conversation's size: the anchor is the reported prompt without them.
         tokens_in = None
         if p.prompt_tokens is not None:
-            tokens_in = max(0, p.prompt_tokens - s.tokens_for(p.evidence) - self._image_tokens())
+            tokens_in = max(0, p.prompt_tokens - s.tokens_for(p.evidence) - self.fit.image_tokens())
         # the reasoning never goes back to the model: the memory counts the answer only
         tokens_out = None
         if p.prompt_tokens is not None:
@@ -263,14 +168,14 @@ class TurnRunner:
         """The capsules, and the block as it would be sent, that a message
         with this text would carry now (/recall): nothing is stored or counted."""
         s = self.s
-        fixed = s.tokens_for(self._build()[0].content) + self._all_schema_tokens()
+        fixed = s.tokens_for(self._build()[0].content) + self.fit.all_schema_tokens()
         gathered = await s.evidence.gather(
             self.text, s.log.resident_keys(), fixed, count_hits=False
         )
         return fit_block(
             gathered.report,
             gathered.report.budget_tokens if gathered.report is not None else 0,
-            keys=self._can_fetch_records(),
+            keys=self.fit.can_fetch_records(),
             now=gathered.now,
             history_since=gathered.history_since,
         )
@@ -284,12 +189,12 @@ class TurnRunner:
             s.tools = {**s.tools, **s.extra_tools.handlers()}
             s.tool_schemas = [*s.tool_schemas, *s.extra_tools.schemas()]
         system = self._build()[0].content  # as sent: the prompt with the notes
-        fixed = s.tokens_for(system) + self._all_schema_tokens()
+        fixed = s.tokens_for(system) + self.fit.all_schema_tokens()
         gathered = await s.evidence.gather(self.text, s.log.resident_keys(), fixed)
         report, p.evidence = fit_block(
             gathered.report,
             gathered.report.budget_tokens if gathered.report is not None else 0,
-            keys=self._can_fetch_records(),
+            keys=self.fit.can_fetch_records(),
             now=gathered.now,
             history_since=gathered.history_since,
         )
@@ -297,18 +202,18 @@ class TurnRunner:
         if report is not None:
             yield ev.RetainedEvidence(report)
         messages = self._build()
-        if await self._guard(messages):
+        if await self.fit.guard(messages):
             # the record is persisted after this turn, which it precedes in the working set
             p.compact_reason = "guard"
             messages = self._build()
-            if p.evidence and not self._fits(messages):
+            if p.evidence and not self.fit.fits(messages):
                 # even an empty history leaves no room: the capsules must not overflow
                 p.evidence = ""
                 messages = self._build()
         retried = False
         while True:
             try:
-                async with aclosing(self._exchange(messages)) as events:
+                async with aclosing(ReplyRounds(s, p).exchange(messages)) as events:
                     async for event in events:
                         yield event
                 return
@@ -321,203 +226,13 @@ class TurnRunner:
                     f"the prompt did not fit the model's context ({exc.message}); "
                     "compacting and retrying"
                 )
-                reason = "overflow" if await self._shrink_after_overflow(exc) else p.compact_reason
+                reason = (
+                    "overflow" if await self.fit.shrink_after_overflow(exc) else p.compact_reason
+                )
                 # start the attempt afresh: usage, tool events and text of the
                 # failed attempt describe a prompt that no longer exists
-                self.p = p = _Progress(evidence=p.evidence, compact_reason=reason)
+                self.p = p = TurnProgress(evidence=p.evidence, compact_reason=reason)
                 messages = self._build()
-
-    # ------------------------------------------------------------ fitting in
-
-    def _compacting(self) -> tuple[Any, tuple[str, int, int]] | None:
-        """The provider's compact_for and its usage, if it can compact on demand."""
-        provider = self.s.provider
-        usage = provider.usage()
-        if not isinstance(provider, CompactingProvider) or usage is None:
-            return None
-        return provider.compact_for, usage
-
-    async def _guard(self, messages: list[MemMessage]) -> bool:
-        """Compact first if prompt + reply reserve would pass the live ceiling.
-
-        `used` counts the system prompt and history once the backend has
-        reported a prompt size; before that it counts turns only, so the system
-        prompt is added here.
-        """
-        compacting = self._compacting()
-        if compacting is None:
-            return False
-        compact_for, usage = compacting
-        ceiling, required = self._required(messages)
-        if usage[1] + required <= ceiling:
-            return False
-        await compact_for(required, limit=ceiling)
-        return True
-
-    def _required(self, messages: list[MemMessage]) -> tuple[int, int]:
-        """The live ceiling, and what the new message, tool schemas and the
-        reply reserve need on top of the working set."""
-        s = self.s
-        ceiling, reserve = s.capabilities.ceiling_and_reserve(s.settings.max_tokens)
-        required = s.tokens_for(messages[-1].content) + reserve + self._schema_tokens()
-        required += self._image_tokens()
-        if not isinstance(s.provider, Anchored) or s.provider.last_reported is None:
-            required += s.tokens_for(messages[0].content)
-        return ceiling, required
-
-    def _image_tokens(self) -> int:
-        return self.s.attachments.image_tokens if self.s.attachments is not None else 0
-
-    def _fits(self, messages: list[MemMessage]) -> bool:
-        usage = self.s.provider.usage()
-        ceiling, required = self._required(messages)
-        return usage is None or usage[1] + required <= ceiling
-
-    def _can_fetch_records(self) -> bool:
-        """Record keys in the evidence help only a model offered fetch_record."""
-        s = self.s
-        if s.capabilities.supports_tools is False:
-            return False
-        return any(t.get("function", {}).get("name") == "fetch_record" for t in s.tool_schemas)
-
-    def _all_schema_tokens(self) -> int:
-        """What the tool schemas sent with this request take."""
-        s = self.s
-        if s.capabilities.supports_tools is False or not s.tool_schemas:
-            return 0
-        return s.tokens_for(json.dumps(s.tool_schemas))
-
-    def _schema_tokens(self) -> int:
-        """Tool schemas count against the window once the backend reported
-        nothing yet (a report already includes them), and MCP schemas the
-        last report did not carry (a resumed conversation, /tools on)."""
-        s = self.s
-        if not self._all_schema_tokens():
-            return 0
-        if isinstance(s.provider, Anchored) and s.provider.last_reported is not None:
-            if s.extra_tools is None:
-                return 0
-            now = s.tokens_for(json.dumps(s.extra_tools.schemas()))
-            return max(0, now - s.extra_tools.reported_schema_tokens)
-        return self._all_schema_tokens()
-
-    async def _shrink_after_overflow(self, exc: ContextLengthExceededError) -> bool:
-        """Fold enough history that the retried prompt fits what the server said.
-
-        Our figure and the server's count differ, so scale: if the server
-        counted P tokens where we hold `used`, keeping used * target / P fits.
-        """
-        s = self.s
-        compacting = self._compacting()
-        if compacting is None:
-            return False
-        compact_for, usage = compacting
-        ceiling, reserve = s.capabilities.ceiling_and_reserve(s.settings.max_tokens)
-        target = max(0, ceiling - reserve)
-        reported = exc.prompt_tokens or 0
-        limit = int(usage[1] * target / reported) if reported > target else usage[1] // 2
-        await compact_for(0, limit=limit)
-        return s.provider.usage() != usage
-
-    # ------------------------------------------------------------- streaming
-
-    async def _stream(
-        self, wire: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> AsyncGenerator[ev.AgentEvent | ChatResult, None]:
-        # aclosing: a consumer that stops early must close the HTTP stream at once
-        options = self.s.settings.request_options()  # only what the conversation set
-        p = self.p
-        try:
-            async with aclosing(self.s.client.stream_chat(wire, tools=tools, **options)) as stream:
-                async for item in stream:
-                    if isinstance(item, TextDelta):
-                        p.clock.tick()
-                        p.reply += item.text
-                        yield ev.TextDelta(item.text)
-                    elif isinstance(item, ThinkingDelta):
-                        p.clock.tick()
-                        p.thinking += item.text
-                        yield ev.ThinkingDelta(item.text)
-                    elif isinstance(item, ChatResult):
-                        yield item
-        finally:
-            p.clock.end_round()
-
-    async def _exchange(self, messages: list[MemMessage]) -> AsyncGenerator[ev.AgentEvent, None]:
-        """Stream one reply, running tool rounds; raises BackendError on failure."""
-        s, p = self.s, self.p
-        wire: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in messages]
-        if p.prompt_estimate is None:
-            p.prompt_estimate = sum(s.tokens_for(m.content) for m in messages)
-        if s.attachments is not None:
-            wire[-1]["content"] = s.attachments.user_content(messages[-1].content)
-        for round_no in range(MAX_TOOL_ROUNDS + 1):
-            use_tools = s.capabilities.supports_tools is not False and round_no < MAX_TOOL_ROUNDS
-            result: ChatResult | None = None
-            tools = s.tool_schemas if use_tools and s.tool_schemas else None
-            while True:  # once, or again without tools for a backend that refuses them
-                try:
-                    async with aclosing(self._stream(wire, tools)) as stream:
-                        async for item in stream:
-                            if isinstance(item, ChatResult):
-                                result = item
-                            else:
-                                yield item
-                    break
-                except ToolsUnsupportedError:
-                    if tools is None:
-                        raise
-                    tools = None
-                    await s.capabilities.record_tools_unsupported()
-                    yield ev.Notice("this backend does not accept tools; continuing without them")
-            if result is None:
-                return
-            p.finish_reason = result.finish_reason
-            if result.usage is not None:
-                if p.prompt_tokens is None:
-                    p.prompt_tokens = result.usage.prompt_tokens
-                    p.cached_tokens = result.usage.cached_tokens
-                    if s.extra_tools is not None:  # what of them this anchor holds
-                        carried = s.extra_tools.schemas() if tools else []
-                        s.extra_tools.reported_schema_tokens = (
-                            s.tokens_for(json.dumps(carried)) if carried else 0
-                        )
-                p.completion_tokens += result.usage.completion_tokens
-                with contextlib.suppress(Exception):  # a cache write must not fail a turn
-                    await s.capabilities.record_accepted_prompt(result.usage.prompt_tokens)
-            if result.interrupted:
-                p.interrupted = True
-                yield ev.Notice("the reply stream was cut off; the partial reply is kept")
-                return
-            if not result.tool_calls:
-                return
-            wire.append(tool_call_message(result.tool_calls, result.text))
-            for call in result.tool_calls:
-                yield ev.ToolCallStarted(call.id, call.name, call.arguments)
-                outcome = await run_tool(s.tools, call.name, call.arguments)
-                if outcome.notice:
-                    yield ev.Notice(outcome.notice)
-                sent = cap_result(outcome.result, self._result_cap(), s.tokens_for)
-                if outcome.recallable:
-                    p.recallable.append((call.name, call.arguments, sent))
-                p.tool_events.append(
-                    {
-                        "name": call.name,
-                        "arguments": call.arguments,
-                        "result": outcome.result[:2000],
-                        "error": outcome.error,
-                    }
-                )
-                yield ev.ToolCallFinished(call.id, call.name, outcome.result, outcome.error)
-                wire.append({"role": "tool", "tool_call_id": call.id, "content": sent})
-            if p.reply and not p.reply.endswith("\n"):
-                p.reply += "\n\n"
-            if p.thinking and not p.thinking.endswith("\n"):
-                p.thinking += "\n\n"
-
-    def _result_cap(self) -> int:
-        ceiling, _ = self.s.capabilities.ceiling_and_reserve()
-        return max(64, int(ceiling * TOOL_RESULT_WINDOW_SHARE))
 
 
 async def _retrying(write: Callable[[], Awaitable[_T]]) -> _T:
