@@ -8,14 +8,14 @@ import json
 import math
 
 from newt.agent import events as ev
-from newt.agent.evidence import (
+from newt.agent.session import ChatSession
+from newt.config import RecallConfig
+from newt.recall.evidence import (
     EVIDENCE_SHARE,
     MIN_EVIDENCE_TOKENS,
     RECALL_LIMIT,
     evidence_budget,
 )
-from newt.agent.session import ChatSession
-from newt.config import RecallConfig
 from tests.agent_helpers import make_config, run_turn
 from tests.fake_openai import FakeOpenAI, Reply
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from newt.agent.recall_parts import RecallParts
 from newt.backend.embeddings import (
     EmbeddingsClient,
     EmbeddingsError,
@@ -30,6 +29,7 @@ from newt.recall.embedder import (
     make_embedder,
 )
 from newt.recall.engine import fuse
+from newt.recall.parts import RecallParts
 from newt.recall.vectors import LOAD_PAGE, VectorIndex, normalized, pack, unpack
 from newt.store import Database, Store
 from tests.fake_openai import FakeOpenAI

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from newt.agent.recall_parts import RecallParts
 from newt.backend import local_setup
 from newt.backend.embeddings import EmbeddingsClient
 from newt.backend.local_setup import MINILM_PACKAGE, embedding_wheel_path
@@ -21,6 +20,7 @@ from newt.config import Config
 from newt.recall import RecallEngine, RecallRequest
 from newt.recall.embedder import LOCAL_SPACE, UNPACKED_DIR, LocalEmbedder
 from newt.recall.minilm import MiniLM, unpack
+from newt.recall.parts import RecallParts
 from newt.store import Store
 from tests.llama_server import LlamaServer, _script_paths
 from tests.package_index import Index

@@ -34,7 +34,6 @@ from newt.agent.errors import (
     require_backend,
     resolve_conversation,
 )
-from newt.agent.evidence import EvidenceSource
 from newt.agent.export import export_conversation
 from newt.agent.mcp_controls import McpControls
 from newt.agent.mcp_tools import McpTools
@@ -43,7 +42,6 @@ from newt.agent.memory_status import MemoryStatus, add_tool_costs, dump_report, 
 from newt.agent.note_command import is_read_only_note_command, run_note_command
 from newt.agent.owned_notes import OwnedNotes
 from newt.agent.provider_setup import make_client, session_provider
-from newt.agent.recall_parts import RecallParts
 from newt.agent.tools import TOOL_SCHEMAS
 from newt.agent.toolset import ToolContext, tool_handlers
 from newt.agent.turn import TurnContext, TurnRunner
@@ -55,6 +53,8 @@ from newt.memory.capabilities import Anchored, Calibrating, Summarizing
 from newt.memory.notes import NoteBook
 from newt.memory.restore import conversation_turns_from_log
 from newt.recall import RetentionReport
+from newt.recall.evidence import EvidenceSource
+from newt.recall.parts import RecallParts
 from newt.store import Conversation, MemoryRecord, Store
 from newt.store.live_log import live_rows
 from newt.store.writer_lock import conversation_writer

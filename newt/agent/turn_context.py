@@ -14,13 +14,13 @@ from typing import Any, Protocol
 from newt.agent import events as ev
 from newt.agent.capability_tracker import CapabilityTracker
 from newt.agent.conversation_log import ConversationLog
-from newt.agent.evidence import EvidenceSource
 from newt.agent.reply_stats import ReplyClock, ReplyStats
 from newt.agent.tools import TOOL_SCHEMAS, ToolHandler
 from newt.agent.turn_attachments import TurnAttachments
 from newt.backend.client import ChatClient
 from newt.chat_settings import ChatSettings
 from newt.memory import MemoryProvider
+from newt.recall.evidence import EvidenceSource
 
 
 @dataclass

@@ -16,7 +16,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from newt.config import Config
-from newt.recall import RecallEngine, RecallRequest, RetentionReport
+from newt.recall.engine import RecallEngine, RecallRequest
+from newt.recall.retention import RetentionReport
 from newt.store import NoteRepo
 
 # Share of what the conversation may fill that the capsules of one request

@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 
 from newt.config import Config
-from newt.recall import RecallEngine
 from newt.recall.embed_queue import EmbedQueue
 from newt.recall.embedder import make_embedder
+from newt.recall.engine import RecallEngine
 from newt.store import Store
 
 
