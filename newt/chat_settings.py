@@ -19,13 +19,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from newt.errors import InputError
+
 TEMPERATURE_RANGE = (0.0, 2.0)
 MAX_REPLY_TOKENS_LIMIT = 1_000_000
 SETTING_KEYS = ("system_prompt", "temperature", "top_p", "max_tokens")
 PRESET_KEYS = (*SETTING_KEYS, "model")
 
 
-class SettingsError(ValueError):
+class SettingsError(InputError, ValueError):
     """A setting out of range or of the wrong kind; the message is for the user."""
 
 

@@ -15,15 +15,16 @@ from contextlib import ExitStack
 from typing import TextIO
 
 from newt import __version__
-from newt.config import Config, ConfigError, load_config
-from newt.store import Store, StoreError
+from newt.config import Config, load_config
+from newt.errors import InputError, NewtError, user_message
+from newt.store import Store
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
-class UsageError(Exception):
+class UsageError(InputError):
     """Bad input on the command line: one line on stderr, exit status 2."""
 
 
@@ -249,20 +250,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue_latest=args.continue_latest,
                 preset=args.preset,
             )
-        except (ConfigError, StoreError, UsageError) as exc:
-            _err(stderr, str(exc))
-            return EXIT_USAGE
+        except NewtError as exc:  # one mapping: message and exit status (newt.errors)
+            text, status = user_message(exc) or (str(exc), EXIT_FAILED)
+            _err(stderr, text)
+            return status
         except KeyboardInterrupt:
             stderr.write("\n")
             return 130
-        except Exception as exc:  # a user-facing error class from a lower layer
-            from newt.errors import user_message
-
-            message = user_message(exc)
-            if message is None:
-                raise
-            _err(stderr, message[0])
-            return message[1]
     return EXIT_OK
 
 

@@ -24,6 +24,7 @@ import tomlkit
 import tomlkit.exceptions
 
 from newt.chat_settings import Preset, SettingsError, parse_presets
+from newt.errors import InputError
 from newt.files import ensure_private_dir, write_private
 from newt.mcp.config import McpConfig, McpConfigError, parse_mcp_section
 from newt.resources import asset_text
@@ -40,7 +41,7 @@ RETIRED_KEYS = frozenset(
 )
 
 
-class ConfigError(Exception):
+class ConfigError(InputError):
     """A config problem the user must fix; the message names file, line and key."""
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from newt.config import Config
+from newt.errors import InputError, user_message
 from newt.store import Conversation, Store
 
 
-class SessionError(Exception):
+class SessionError(InputError):
     """A user-facing problem with a request to the session (bad id, no backend...)."""
 
 
@@ -51,3 +52,6 @@ def require_backend(config: Config) -> None:
         raise NoBackendConfigured(
             f"no model configured: set [backend] model in {config.path} or pass --model"
         )
+
+
+__all__ = ["user_message"]

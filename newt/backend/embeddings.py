@@ -18,13 +18,14 @@ from typing import Any
 import httpx
 
 from newt.backend.http import async_client
+from newt.errors import NewtError
 
 CONNECT_TIMEOUT_S = 5.0
 _UNSUPPORTED = frozenset({404, 405, 501})
 _ERROR_TEXT_LIMIT = 300
 
 
-class EmbeddingsError(Exception):
+class EmbeddingsError(NewtError):
     """The embeddings call failed this time (the message never holds the API key)."""
 
 

@@ -26,8 +26,10 @@ user is lost.
 
 from __future__ import annotations
 
+from newt.errors import NewtError
 
-class BackendError(Exception):
+
+class BackendError(NewtError):
     """Base class; ``str(err)`` is the user-facing message."""
 
     default_retryable = False
@@ -47,6 +49,9 @@ class BackendError(Exception):
         self.partial_text = partial_text
 
     def __str__(self) -> str:
+        return self.message
+
+    def user_text(self) -> str:
         return self.message
 
     def __repr__(self) -> str:

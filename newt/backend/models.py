@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from newt.backend.probe import server_root
+from newt.errors import NewtError
 
 LIST_TIMEOUT_S = 3.0
 """Per request."""
@@ -43,7 +44,7 @@ class ModelListing:
     source: str  # "GET /v1/models" or "GET /api/tags"
 
 
-class ModelListUnavailable(Exception):
+class ModelListUnavailable(NewtError):
     """The backend did not list its models; the message says why, for the user."""
 
     def __init__(self, message: str) -> None:

@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from newt.errors import InputError
 
-class ImportFormatError(ValueError):
+
+class ImportFormatError(InputError, ValueError):
     """A file (or one conversation in it) newt cannot read: names the file and what was wrong."""
 
     def __init__(self, path: Path | str, problem: str) -> None:

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from newt.errors import InputError
+
 APPROVE_MODES = ("ask", "always", "never")
 
 # A server's name becomes the prefix of its tools' names, which must match
@@ -33,7 +35,7 @@ MAX_SERVER_NAME = 24
 _KEYS = ("command", "args", "env", "url", "headers", "enabled", "approve")
 
 
-class McpConfigError(ValueError):
+class McpConfigError(InputError, ValueError):
     """A mistake in the [mcp] section; the message names the server and the key."""
 
 

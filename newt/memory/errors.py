@@ -17,15 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from newt.errors import InputError
 
-class NotesUnsupported(Exception):
+
+class NotesUnsupported(InputError):
     """Raised by add_note/replace_note/remove_note of a provider without notes."""
 
     def __init__(self, provider: str = "this memory provider") -> None:
         super().__init__(f"{provider} does not support notes")
 
 
-class NoteError(ValueError):
+class NoteError(InputError, ValueError):
     """Base class of refused note operations."""
 
 

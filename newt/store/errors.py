@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from newt.errors import InputError
 
-class StoreError(Exception):
+
+class StoreError(InputError):
     """A problem with newt's database that the user has to act on."""
 
 
