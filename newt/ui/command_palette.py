@@ -1,4 +1,6 @@
-"""The slash commands in the command palette (ctrl+p), run by the screen that hosts them."""
+"""The slash commands in the command palette (ctrl+p), run by the screen that
+hosts them, and a few named entries that run a command with its argument
+("Search memory")."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from newt.ui.command_host import CommandHost
-from newt.ui.commands import COMMANDS
+from newt.ui.commands import COMMANDS, PALETTE_EXTRAS
 
 
 class SlashCommandProvider(Provider):
@@ -29,6 +31,10 @@ class SlashCommandProvider(Provider):
                 partial(chat.palette_command, command),
                 help=command.help,
             )
+        for entry in PALETTE_EXTRAS:
+            yield DiscoveryHit(
+                entry.title, partial(chat.run_command, entry.parsed()), help=entry.help
+            )
 
     async def search(self, query: str) -> Hits:
         chat = self._chat()
@@ -45,4 +51,14 @@ class SlashCommandProvider(Provider):
                     partial(chat.palette_command, command),
                     text=command.title,
                     help=command.help,
+                )
+        for entry in PALETTE_EXTRAS:
+            score = matcher.match(entry.title) or matcher.match(entry.help) * 0.3
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(entry.title),
+                    partial(chat.run_command, entry.parsed()),
+                    text=entry.title,
+                    help=entry.help,
                 )

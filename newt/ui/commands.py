@@ -29,7 +29,23 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("help", "Show commands and keys", key="f1"),
     SlashCommand("new", "Start a new conversation", key="ctrl+n"),
     SlashCommand("resume", "Pick a saved conversation (search titles and content)", key="ctrl+o"),
-    SlashCommand("memory", "Memory panel: budget, usage, turns, notes, retention", key="ctrl+g"),
+    SlashCommand(
+        "memory",
+        "Memory panel: budget, usage, turns, notes, retention. /memory search [QUERY]: the"
+        " memory view (search, open, forget: f one record, F all matching, ctrl+x everything)",
+        key="ctrl+g",
+    ),
+    SlashCommand(
+        "recall",
+        "Which memory capsules a message with this text would carry now (nothing is sent)",
+        usage="<text>",
+        arg_required=True,
+    ),
+    SlashCommand(
+        "incognito",
+        "Keep this conversation out of memory (what was indexed of it goes); no argument toggles",
+        usage="[on|off]",
+    ),
     SlashCommand(
         "note",
         "Notes the model always sees",
@@ -64,6 +80,30 @@ COMMANDS: tuple[SlashCommand, ...] = (
 )
 
 BY_NAME: dict[str, SlashCommand] = {c.name: c for c in COMMANDS}
+
+
+@dataclass(frozen=True)
+class PaletteEntry:
+    """A palette line that runs a command with its argument ("Search memory"
+    runs `/memory search`): a name people look for, not a slash command."""
+
+    title: str
+    help: str
+    command: str
+    arg: str = ""
+
+    def parsed(self) -> ParsedCommand:
+        return ParsedCommand(BY_NAME.get(self.command), self.command, self.arg)
+
+
+PALETTE_EXTRAS: tuple[PaletteEntry, ...] = (
+    PaletteEntry(
+        "Search memory",
+        "Look through what newt remembers; open a record, forget it (/memory search)",
+        "memory",
+        "search",
+    ),
+)
 
 
 @dataclass(frozen=True)

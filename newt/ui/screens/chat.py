@@ -176,7 +176,9 @@ class ChatScreen(Screen[None]):
 
             title = make_title(first.text) if first else ""
         self.title = title or "new conversation"
-        self.sub_title = self.session.model or "no model"
+        # the stand-in session while starting has no such flag: not incognito
+        incognito = getattr(self.session, "incognito", False) is True
+        self.sub_title = (self.session.model or "no model") + (" · incognito" if incognito else "")
 
     def refresh_meter(self) -> None:
         try:

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Awaitable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from newt.ui.command_host import CommandHost
 from newt.ui.commands import ParsedCommand
@@ -21,10 +22,14 @@ from newt.ui.errors import describe
 from newt.ui.format import tokens
 from newt.ui.screens.help import HelpScreen
 from newt.ui.screens.memory import MemoryScreen
+from newt.ui.screens.memory_commands import MemoryCommands
 from newt.ui.screens.model_commands import ModelCommands
 from newt.ui.session_api import SessionLike
 from newt.ui.widgets.entries import CompactionEntry, compaction_summary
 from newt.ui.widgets.message_keys import copy_text
+
+if TYPE_CHECKING:
+    from newt.agent.conversation_settings import ChatSettings
 
 # Commands that would change the conversation under a reply that is streaming
 # (the session would also make them wait for its lock; refusing says why).
@@ -38,6 +43,8 @@ NOT_WHILE_BUSY = {
     "regenerate",
     "edit",
     "fork",
+    "recall",
+    "incognito",
 }
 
 
@@ -64,9 +71,10 @@ def export_path(title: str, conv_id: str, fmt: str, directory: Path) -> Path:
     return path
 
 
-class ChatCommands(ModelCommands):
+class ChatCommands(MemoryCommands, ModelCommands):
     """`run` dispatches; `cmd_<name>(arg)` for each command that talks to the session
-    (/model, /settings and /preset in ModelCommands)."""
+    (/model, /settings and /preset in ModelCommands; the memory view, /recall,
+    /incognito and the picker's rename and delete in MemoryCommands)."""
 
     def __init__(self, screen: CommandHost) -> None:
         self.screen = screen
@@ -88,6 +96,8 @@ class ChatCommands(ModelCommands):
         app = screen.app
         if name == "help":
             app.push_screen(HelpScreen())
+        elif name == "memory" and parsed.arg:
+            self.open_memory_view(parsed.arg)
         elif name == "memory":
             app.push_screen(MemoryScreen(self.session.memory_status()))
         elif name == "evidence":
@@ -102,11 +112,44 @@ class ChatCommands(ModelCommands):
             current = self.session.conversation.id if self.session.conversation else None
             from newt.ui.screens.picker import PickerScreen  # brings the agent's views
 
-            app.push_screen(PickerScreen(self.session.search_conversations, current), self._picked)
+            picker = PickerScreen(
+                self.session.search_conversations,
+                current,
+                rename=self.rename_conversation,
+                delete=self.delete_conversation,
+            )
+            app.push_screen(picker, self._picked)
         elif not parsed.arg and self.open_panel(name):
             pass  # /model, /settings and /preset without an argument open their screen
         else:
             self._start(name, parsed.arg)
+
+    def open_panel(self, name: str) -> bool:
+        """/settings with the incognito checkbox (the rest as ModelCommands opens them)."""
+        if name != "settings":
+            return super().open_panel(name)
+        from newt.ui.screens.settings import SettingsScreen  # brings the agent's settings
+
+        session = self.session
+        config = getattr(session, "config", None)
+        form = SettingsScreen(
+            session.settings,
+            model=session.model,
+            default_prompt=session.default_system_prompt,
+            server_cap=getattr(config, "server_reply_cap", None),
+            incognito=getattr(session, "incognito", None),
+        )
+        self.screen.app.push_screen(form, lambda saved: self._settings_closed(form, saved))
+        return True
+
+    def _settings_closed(self, form: Any, settings: ChatSettings | None) -> None:
+        if settings is not None:
+            self.spawn(self._save_form(form.keep_out, settings))
+
+    async def _save_form(self, keep_out: bool | None, settings: ChatSettings) -> None:
+        if keep_out is not None and keep_out != self.session.incognito:
+            await self.set_incognito(keep_out)
+        await self._save_settings(settings)
 
     def copy(self, arg: str) -> None:
         """/copy [N] [code [M]] (see newt.ui.copying)."""

@@ -23,7 +23,11 @@ KEYS = (
     ("c", "on a focused message: copy it to the clipboard"),
     ("1 … 9", "on a focused message: copy its code block N"),
     ("//text", "send a message that starts with a slash"),
+    ("r / d", "in /resume (from the list: down arrow): rename / delete the conversation"),
+    ("f / F", "in the memory view: forget the record / every record matching the search"),
+    ("ctrl+x", "in the memory view, from the list: forget everything (type forget)"),
 )
+MEMORY_VIEW = "Search memory (ctrl+p) or /memory search [QUERY] opens the memory view."
 
 
 def help_text() -> Content:
@@ -32,6 +36,7 @@ def help_text() -> Content:
         usage = f" {c.usage}" if c.usage else ""
         key = f"  [{c.key}]" if c.key else ""
         parts += [(f"  /{c.name}{usage}", "bold"), f"\n      {c.help}", (key, "dim"), "\n"]
+    parts += [("\n" + MEMORY_VIEW + "\n", "dim")]
     parts.append(("\nKeys\n", "bold"))
     for key, what in KEYS:
         parts += [(f"  {key:<12}", "bold"), f"{what}\n"]

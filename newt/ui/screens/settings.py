@@ -3,7 +3,9 @@
 An empty field means "not set": newt's own persona line, the backend's
 default sampling and reply cap (shown when newt knows it: the 512 of the
 llama-server it runs itself). Bad values are refused here with the
-reason, and the form keeps what was typed.
+reason, and the form keeps what was typed. With `incognito` given, a
+checkbox keeps the conversation out of memory (its choice is `keep_out`
+once saved: the result stays the settings, which ModelCommands saves).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static, TextArea
+from textual.widgets import Button, Checkbox, Input, Label, Static, TextArea
 
 from newt.agent.conversation_settings import ChatSettings, SettingsError, settings_from_form
 from newt.ui.format import clean, one_line
@@ -42,9 +44,14 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
         model: str,
         default_prompt: str,
         server_cap: int | None = None,
+        incognito: bool | None = None,
     ) -> None:
         super().__init__()
         self.settings = settings
+        self.incognito = incognito
+        """The conversation is kept out of memory now (None: no checkbox)."""
+        self.keep_out: bool | None = None
+        """The checkbox as saved (None: cancelled, or no checkbox)."""
         self.model = model
         self.default_prompt = default_prompt
         self.server_cap = server_cap
@@ -77,6 +84,12 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
                     with Vertical(classes="number"):
                         yield Label(label, classes="field-label")
                         yield Input(_text(value), placeholder=hint, id=f"settings-{ident}")
+            if self.incognito is not None:
+                yield Checkbox(
+                    "Keep this conversation out of memory",
+                    self.incognito,
+                    id="settings-incognito",
+                )
             yield Static("", id="settings-error")
             with Horizontal(id="settings-buttons"):
                 yield Button("Save", variant="primary", id="settings-save")
@@ -107,6 +120,8 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
         except SettingsError as exc:
             self.query_one("#settings-error", Static).update(Content(str(exc)))
             return
+        if self.incognito is not None:
+            self.keep_out = self.query_one("#settings-incognito", Checkbox).value
         self.dismiss(settings)
 
     @on(Input.Submitted)
