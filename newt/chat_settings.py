@@ -6,7 +6,8 @@ newt's own system prompt, the backend's defaults, and no cap. Only what is set
 goes into a request.
 
 A preset is a `[presets.NAME]` table in the config: the same four keys plus an
-optional `model`. Applying one sets the conversation's settings (and model).
+optional `model` and `incognito`. Applying one sets the conversation's settings
+(and model); `incognito = true` keeps the conversation out of memory.
 
 Kept beside newt/config.py rather than inside newt/agent: the config parses
 presets with it, and the agent layer imports the config, not the other way.
@@ -24,7 +25,7 @@ from newt.errors import InputError
 TEMPERATURE_RANGE = (0.0, 2.0)
 MAX_REPLY_TOKENS_LIMIT = 1_000_000
 SETTING_KEYS = ("system_prompt", "temperature", "top_p", "max_tokens")
-PRESET_KEYS = (*SETTING_KEYS, "model")
+PRESET_KEYS = (*SETTING_KEYS, "model", "incognito")
 
 
 class SettingsError(InputError, ValueError):
@@ -64,6 +65,8 @@ class Preset:
     name: str
     settings: ChatSettings = field(default_factory=ChatSettings)
     model: str | None = None
+    incognito: bool = False
+    """Applying it keeps the conversation out of memory (it never turns that off)."""
 
 
 def check_temperature(value: Any) -> float | None:
@@ -157,13 +160,20 @@ def parse_presets(body: Any, where: Callable[[str], str]) -> dict[str, Preset]:
                 if not isinstance(value, str) or not value.strip():
                     raise SettingsError(f"{where(dotted)} must be a model name")
                 continue
+            if key == "incognito":
+                if not isinstance(value, bool):
+                    raise SettingsError(f"{where(dotted)} must be true or false")
+                continue
             try:
                 values[key] = checks[key](value)
             except SettingsError as exc:
                 raise SettingsError(f"{where(dotted)}: {exc}") from None
         model = table.get("model")
         presets[str(name)] = Preset(
-            str(name), ChatSettings(**values, preset=str(name)), model.strip() if model else None
+            str(name),
+            ChatSettings(**values, preset=str(name)),
+            model.strip() if model else None,
+            incognito=table.get("incognito") is True,
         )
     return presets
 

@@ -15,6 +15,9 @@ from contextlib import ExitStack
 from typing import TextIO
 
 from newt import __version__
+from newt.cli_memory import add_parsers as add_memory_parsers
+from newt.cli_memory import run_command as run_memory_command
+from newt.cli_memory import run_tui_incognito
 from newt.config import Config, load_config
 from newt.errors import InputError, NewtError, user_message
 from newt.store import Store
@@ -32,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="newt",
         description="A terminal chat with an LLM whose memory stays inside the context window.",
-        epilog="Commands: `newt list`, `newt export ID [--format md|json]`. "
+        epilog="Commands: `newt list`, `newt export ID [--format md|json]`, "
+        "`newt rename ID TITLE`, `newt delete ID`, `newt memory search|show|forget`. "
         "With no command, newt opens the chat TUI.",
     )
     parser.add_argument("--version", action="version", version=f"newt {__version__}")
@@ -83,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with -p: print the model's reasoning too (before the reply, in <think> tags;"
         " with --json under a 'thinking' key)",
     )
+    parser.add_argument(
+        "--incognito",
+        action="store_true",
+        help="keep this conversation out of memory (the TUI or -p; with -c/-r what"
+        " was indexed of it goes)",
+    )
     # started detached by print mode to write a compaction summary after it exits
     parser.add_argument("--finish-summary", metavar="ID", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -90,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="export a conversation")
     export.add_argument("id", metavar="ID", help="conversation id (unique prefix)")
     export.add_argument("--format", choices=("md", "json"), default="md")
+    add_memory_parsers(sub)  # rename, delete, memory (newt/cli_memory.py)
     return parser
 
 
@@ -201,6 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.continue_latest and args.resume:
         _err(stderr, "use either -c/--continue or -r/--resume, not both")
         return EXIT_USAGE
+    if args.incognito and args.command is not None:
+        _err(stderr, "--incognito is for a chat: the TUI or -p/--print")
+        return EXIT_USAGE
     with ExitStack() as stack:
         try:
             config = load_config(args.config, base_url=args.base_url, model=args.model)
@@ -221,6 +235,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return asyncio.run(cmd_list(config, stdout))
             if args.command == "export":
                 return asyncio.run(cmd_export(config, args.id, args.format, stdout))
+            status = run_memory_command(args, config, stdout, stderr, sys.stdin)
+            if status is not None:
+                return status
             if args.prompt is not None:
                 from newt.agent.bounded_exit import run_bounded
                 from newt.agent.print_mode import run_print
@@ -240,7 +257,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         # our managed llama-server stops when we exit: wait instead
                         detach_summary=local is None,
                         preset=args.preset,
+                        incognito=args.incognito,
                     )
+                )
+            if args.incognito:  # kept out of memory from before the first turn
+                return run_tui_incognito(
+                    config,
+                    resume=args.resume,
+                    continue_latest=args.continue_latest,
+                    preset=args.preset,
                 )
             from newt.ui.app import run_tui
 

@@ -184,13 +184,20 @@ class SettingsControls:
     ) -> Preset:
         """`/preset NAME`: the preset's model (if it names one), then its settings.
         With `for_new` (`newt --preset`), new conversations start with it too;
-        `newt --preset` chose the model before the session opened."""
+        `newt --preset` chose the model before the session opened. A preset with
+        `incognito = true` turns incognito on (what was indexed of this
+        conversation goes, and /new keeps it on): the user chose it in the config,
+        so applying it never leaves a trace in memory; it never turns it off."""
         preset = self.find_preset(name)
         if switch_model and preset.model and preset.model != self.model:
             await self.set_model(preset.model)
         await self.update_settings(preset.settings)
         if for_new:
             self.default_settings = preset.settings
+        if preset.incognito and not getattr(self, "incognito", False):
+            set_incognito = getattr(self, "set_incognito", None)
+            if set_incognito is not None:
+                await set_incognito(True)
         return preset
 
     # -- the backend's models ---------------------------------------------

@@ -43,6 +43,7 @@ async def run_print(
     detach_summary: bool = True,
     preset: str | None = None,
     show_thinking: bool = False,
+    incognito: bool = False,
 ) -> int:
     assert config.db_path is not None
     async with await Store.open(config.db_path) as store:
@@ -53,6 +54,8 @@ async def run_print(
                 await session.resume(resume)
             elif continue_latest:
                 await session.continue_latest()
+            if incognito or (preset and session.find_preset(preset).incognito):
+                await go_incognito(session, err)
             if preset:  # `--preset`: its model was chosen with the config
                 await session.apply_preset(preset, for_new=True, switch_model=False)
             if session.conversation is not None:
@@ -79,6 +82,25 @@ async def run_print(
             return code
         finally:
             await close_within(session.close())  # never held up by stuck background work
+
+
+async def go_incognito(session: ChatSession, err: TextIO) -> None:
+    """`--incognito` (or a preset's `incognito = true`): keep this conversation
+    out of memory before its turn. A resumed one that was remembered loses what
+    was indexed of it, and stderr says so: the user should know what went."""
+    if session.incognito:
+        return  # a resumed incognito conversation: nothing to take out
+    report = await session.set_incognito(True)
+    if report is None:
+        return  # a new conversation: nothing of it was ever indexed
+    lines = strip_terminal_escapes(report.describe()).splitlines()
+    err.write(
+        "newt: incognito: this conversation is kept out of memory from now on;"
+        f" what memory held of it is gone ({lines[0]})\n"
+    )
+    for line in lines[1:]:
+        err.write(f"newt: {line}\n")
+    err.flush()
 
 
 async def _one_turn(
@@ -130,6 +152,8 @@ async def _one_turn(
         usage = done.usage if done else None
         payload: dict[str, Any] = {
             "conversation_id": session.conversation.id if session.conversation else None,
+            # kept out of memory: nothing of it is indexed, embedded or recalled
+            "incognito": session.incognito,
             "reply": strip_terminal_escapes("".join(reply_parts)),
             "status": done.status if done else "failed",
             # "length": the backend stopped the reply at its cap (exit status 1)
