@@ -18,6 +18,7 @@ CORE = (
     "newt.store",
     "newt.mcp",
     "newt.importing",
+    "newt.local_models",
 )
 # The layers below the agent never import it: the arrows run one way.
 BELOW_AGENT = (
@@ -27,6 +28,7 @@ BELOW_AGENT = (
     "newt.store",
     "newt.mcp",
     "newt.importing",
+    "newt.local_models",
 )
 # What the UI may import of newt: the agent layer (its views, events and
 # session) and the configuration. Never the store, recall, memory or backend.
