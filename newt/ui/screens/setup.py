@@ -1,9 +1,12 @@
 """First run: no backend configured and none found on the usual local ports.
 
-The first choice runs a model on this machine: newt fetches SmolLM2-135M-Instruct
-and builds llama-server if they are missing (a progress bar with the time left),
-then the app starts llama-server and opens the chat. The second is the form for
-a server the user already has.
+The first choices run a model on this machine: chat GGUFs already here (the
+Hugging Face cache, LM Studio, Ollama) first, then the download catalogue with
+the one recommended for this machine, then SmolLM2-135M-Instruct, which works
+offline and has the focus unless a model was found here (so Enter always ends
+in a chat). newt fetches what is missing and builds llama-server if needed (a
+progress bar with the time left), then the app starts llama-server and opens
+the chat. Last comes the form for a server the user already has.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Input, Label, ProgressBar, Static
 
+from newt.agent.local_catalogue import FETCH_LATER, LocalChoice, local_choices, prepare_choice
 from newt.agent.local_model import (
     Plan,
     Progress,
@@ -41,11 +45,13 @@ INTRO = (
 )
 LOCAL_ABOUT = (
     "SmolLM2-135M-Instruct on llama.cpp's llama-server, fully offline: a small model that "
-    "answers short questions."
+    "answers short questions. " + FETCH_LATER
 )
+CHOICES_ABOUT = "Run a chat model on this machine (found here first, then ones to download):"
 FORM_ABOUT = "Or use a server you already run (saved to the config file, comments kept):"
 
 PrepareLocal = Callable[[ProgressFn], tuple[Path, Path]]
+PrepareChoice = Callable[[LocalChoice, ProgressFn], tuple[Path, Path]]
 
 
 @dataclass
@@ -67,6 +73,15 @@ def _prepare(progress: ProgressFn) -> tuple[Path, Path]:
     return ensure_local_model(progress=progress)
 
 
+def _safe_choices() -> list[LocalChoice]:
+    """The models to offer; none when looking fails (an unreadable folder must not stop
+    the first run: SmolLM2 is still there)."""
+    try:
+        return local_choices()
+    except Exception:
+        return []
+
+
 def _minutes(seconds: float) -> str:
     if seconds < 60:
         return "less than a minute"
@@ -76,6 +91,11 @@ def _minutes(seconds: float) -> str:
 
 class SetupScreen(Screen[BackendSettings | LocalModel | None]):
     CSS_PATH = "setup.tcss"
+    DEFAULT_CSS = """
+    SetupScreen .setup-choice { height: 1; min-width: 0; border: none; width: 100%;
+                                content-align: left middle; }
+    SetupScreen .setup-choice-about { color: $text-muted; padding-left: 2; }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "quit_setup", "Quit")]
 
     def __init__(
@@ -86,6 +106,8 @@ class SetupScreen(Screen[BackendSettings | LocalModel | None]):
         model: str = "",
         local_plan: Plan | None = None,
         prepare_local: PrepareLocal = _prepare,
+        choices: list[LocalChoice] | None = None,
+        prepare_choice: PrepareChoice = prepare_choice,
     ) -> None:
         super().__init__()
         self.config_path = config_path
@@ -94,12 +116,22 @@ class SetupScreen(Screen[BackendSettings | LocalModel | None]):
         self.local_plan = local_plan if local_plan is not None else plan()
         self._prepare_local = prepare_local
         self._cancel = threading.Event()
+        self.choices = choices if choices is not None else _safe_choices()
+        self._prepare_choice = prepare_choice
+        self._chosen: LocalChoice | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="panel") as panel:
             panel.border_title = "Set up a model"
             yield Static(Content(INTRO), id="setup-intro")
             with Vertical(id="setup-local-box"):
+                if self.choices:
+                    yield Static(Content(CHOICES_ABOUT), id="setup-choices-about")
+                for i, choice in enumerate(self.choices):
+                    yield Button(
+                        Content(choice.label), id=f"setup-choice-{i}", classes="setup-choice"
+                    )
+                    yield Static(Content(choice.detail), classes="setup-choice-about")
                 yield Button(
                     "Run a local model on this machine", variant="primary", id="setup-local"
                 )
@@ -121,13 +153,26 @@ class SetupScreen(Screen[BackendSettings | LocalModel | None]):
             yield Static(Content(f"Config file: {self.config_path}"), id="setup-path")
 
     def on_mount(self) -> None:
-        self.query_one("#setup-local", Button).focus()
+        found = [i for i, c in enumerate(self.choices) if c.path is not None]
+        first = f"#setup-choice-{found[0]}" if found else "#setup-local"
+        self.query_one(first, Button).focus()
 
     # -- run a model here -------------------------------------------------------------
 
+    @on(Button.Pressed, ".setup-choice")
+    def _run_choice(self, event: Button.Pressed) -> None:
+        index = int((event.button.id or "").rpartition("-")[2])
+        self._chosen = self.choices[index]
+        self._start()
+
     @on(Button.Pressed, "#setup-local")
     def _run_local(self) -> None:
-        self.query_one("#setup-local", Button).disabled = True
+        self._chosen = None
+        self._start()
+
+    def _start(self) -> None:
+        for button in self.query(".setup-choice, #setup-local").results(Button):
+            button.disabled = True
         self.query_one("#setup-error", Static).update("")
         self.add_class("preparing")
         self._cancel.clear()
@@ -140,8 +185,12 @@ class SetupScreen(Screen[BackendSettings | LocalModel | None]):
                 raise SetupCancelled("cancelled")
             self.app.call_from_thread(self._show_progress, p)
 
+        chosen = self._chosen
         try:
-            binary, model = self._prepare_local(progress)
+            if chosen is None:
+                binary, model = self._prepare_local(progress)
+            else:
+                binary, model = self._prepare_choice(chosen, progress)
         except SetupCancelled:
             return
         except (SetupError, OSError) as exc:
@@ -150,6 +199,10 @@ class SetupScreen(Screen[BackendSettings | LocalModel | None]):
         self.app.call_from_thread(self.dismiss, LocalModel(binary, model))
 
     def _show_progress(self, p: Progress) -> None:
+        if self._chosen is not None:  # its own steps: the message says size, speed, time left
+            self.query_one("#setup-progress", ProgressBar).update(progress=round(p.fraction * 100))
+            self.query_one("#setup-progress-text", Static).update(Content(p.message))
+            return
         fraction, left = self.local_plan.overall(p)
         self.query_one("#setup-progress", ProgressBar).update(progress=round(fraction * 100, 1))
         line = f"{p.message}\n{_minutes(left)} left" if not self.local_plan.ready else p.message
@@ -157,7 +210,8 @@ class SetupScreen(Screen[BackendSettings | LocalModel | None]):
 
     def _local_failed(self, message: str) -> None:
         self.remove_class("preparing")
-        self.query_one("#setup-local", Button).disabled = False
+        for button in self.query(".setup-choice, #setup-local").results(Button):
+            button.disabled = False
         self.query_one("#setup-error", Static).update(Content(message))
 
     # -- leave -----------------------------------------------------------------------

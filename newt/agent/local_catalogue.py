@@ -1,0 +1,85 @@
+"""The local models the first-run screen offers, as the UI may use them.
+
+The UI imports only the agent layer (docs/design.md section 1); this view
+hands it the chat GGUFs found on this machine, the download catalogue with
+the recommendation for this machine, and one call that makes a choice
+runnable (llama-server built if missing, the model downloaded if missing),
+reporting progress as the SmolLM2 setup does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from newt.backend.local_setup import Progress, ProgressFn, SetupError, build_llama_server
+from newt.local_models.catalogue import (
+    catalogue,
+    find,
+    fits,
+    free_disk_bytes,
+    gigabytes,
+    machine_ram_bytes,
+    recommend,
+)
+from newt.local_models.discover import discover, hub_cache_dir
+from newt.local_models.download import DownloadError, Transfer, cached_path, download
+
+FETCH_LATER = (
+    "A stronger model can be fetched later: `newt --local --list` shows them, "
+    "`newt --local qwen3-4b` downloads one and runs it."
+)
+
+
+@dataclass(frozen=True)
+class LocalChoice:
+    """One line of the first-run screen: a model found here, or one to download."""
+
+    label: str
+    detail: str
+    path: Path | None = None  # a found model, or a catalogue model already downloaded
+    catalogue_name: str | None = None
+    recommended: bool = False
+
+
+def local_choices() -> list[LocalChoice]:
+    """Models found on this machine first, then the catalogue (the recommended one marked);
+    never raises: a machine with nothing to offer gets the catalogue alone."""
+    choices = [
+        LocalChoice(m.name, f"{gigabytes(m.size_bytes)}, found in {m.source}", path=m.path)
+        for m in discover()
+    ]
+    ram, disk = machine_ram_bytes(), free_disk_bytes(hub_cache_dir())
+    best = recommend(ram, disk)
+    for model in catalogue():
+        here = cached_path(model)
+        size = "downloaded" if here else f"download {gigabytes(model.size_bytes)}"
+        fit = "" if fits(model, ram, disk) else ", too big for this machine"
+        detail = (
+            f"{size}, needs {gigabytes(model.ram_bytes)} RAM, {model.licence}{fit}: {model.about}"
+        )
+        is_best = best is not None and best.name == model.name
+        label = model.title + (" (recommended here)" if is_best else "")
+        choices.append(LocalChoice(label, detail, here, model.name, is_best))
+    return choices
+
+
+def prepare_choice(choice: LocalChoice, progress: ProgressFn) -> tuple[Path, Path]:
+    """(llama-server, GGUF) for a choice: the model downloaded if it is not here yet,
+    llama-server built if missing. Raises SetupError (SetupCancelled from `progress`)."""
+    model_path = choice.path
+    if model_path is None:
+        model = find(choice.catalogue_name or "")
+        if model is None:
+            raise SetupError(f"{choice.label} is not in the catalogue.")
+
+        def report(t: Transfer) -> None:
+            progress(Progress("model", t.describe(model.title), t.fraction, t.eta_s))
+
+        try:
+            model_path = download(model, progress=report)
+        except DownloadError as exc:
+            raise SetupError(
+                f"{exc}\nWith no network, SmolLM2 below works offline; {FETCH_LATER}"
+            ) from exc
+    return build_llama_server(progress=progress), model_path

@@ -1,0 +1,84 @@
+"""The first-run screen offers models found here first, then the catalogue with the
+recommendation, then SmolLM2; a found model is chosen with Enter, and a failed
+download stays on the screen with the way out (SmolLM2 works offline)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import App
+from textual.widgets import Button, Static
+
+from newt.agent.local_catalogue import LocalChoice
+from newt.backend.local_setup import Plan, SetupError
+from newt.ui.screens.setup import LocalModel, SetupScreen
+
+FOUND = LocalChoice("llama3.2:3b", "2.0 GB, found in Ollama", path=Path("/models/blob"))
+BEST = LocalChoice("Qwen3 4B (recommended here)", "download 2.5 GB", None, "qwen3-4b", True)
+
+
+class Host(App[None]):
+    def __init__(self, screen: SetupScreen) -> None:
+        super().__init__()
+        self.setup, self.result = screen, None
+
+    def on_mount(self) -> None:
+        self.push_screen(self.setup, lambda r: setattr(self, "result", r))
+
+
+def screen(tmp_path: Path, choices: list[LocalChoice], prepare) -> SetupScreen:  # type: ignore[no-untyped-def]
+    return SetupScreen(
+        tmp_path / "config.toml",
+        local_plan=Plan(build_binary=False, fetch_model=False),
+        choices=choices,
+        prepare_choice=prepare,
+    )
+
+
+async def test_found_models_come_first_and_enter_runs_one(tmp_path: Path) -> None:
+    asked: list[LocalChoice] = []
+
+    def prepare(choice: LocalChoice, progress):  # type: ignore[no-untyped-def]
+        asked.append(choice)
+        return Path("/bin/llama-server"), choice.path or Path("/dl.gguf")
+
+    app = Host(screen(tmp_path, [FOUND, BEST], prepare))
+    async with app.run_test(size=(100, 50)) as pilot:
+        await pilot.pause()
+        found, best = (
+            app.setup.query_one("#setup-choice-0", Button),
+            app.setup.query_one("#setup-choice-1", Button),
+        )
+        smol = app.setup.query_one("#setup-local", Button)
+        assert found.region.y < best.region.y < smol.region.y
+        assert "recommended here" in str(best.label)
+        assert app.focused is found
+        await pilot.press("enter")
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if app.result is not None:
+                break
+    assert asked == [FOUND]
+    assert app.result == LocalModel(Path("/bin/llama-server"), Path("/models/blob"))
+
+
+async def test_with_nothing_found_smollm2_has_the_focus_and_a_failed_download_says_why(
+    tmp_path: Path,
+) -> None:
+    def offline(choice: LocalChoice, progress):  # type: ignore[no-untyped-def]
+        raise SetupError("Could not reach https://huggingface.co. SmolLM2 below works offline")
+
+    app = Host(screen(tmp_path, [BEST], offline))
+    async with app.run_test(size=(100, 50)) as pilot:
+        await pilot.pause()
+        assert app.focused is app.setup.query_one("#setup-local", Button)
+        assert "newt --local --list" in str(app.setup.query(".setup-about").first().render())
+        await pilot.click("#setup-choice-0")
+        error = app.setup.query_one("#setup-error", Static)
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if str(error.render()):
+                break
+        assert "works offline" in str(error.render())
+        assert not app.setup.query_one("#setup-local", Button).disabled
+        assert app.result is None
