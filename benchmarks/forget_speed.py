@@ -63,8 +63,7 @@ async def run(records: int, rounds: int) -> None:
                     await work()
                     times.setdefault(name, []).append(time.perf_counter() - started)
     print(
-        f"forgetting on {meta['records']:,} records ({meta['vectors']:,} vectors),"
-        f" {rounds} rounds"
+        f"forgetting on {meta['records']:,} records ({meta['vectors']:,} vectors), {rounds} rounds"
     )
     for name, values in times.items():
         print(f"{name:<22} median {statistics.median(values) * 1000:7.1f} ms")
