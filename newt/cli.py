@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="newt",
         description="A terminal chat with an LLM whose memory stays inside the context window.",
         epilog="Commands: `newt list`, `newt export ID [--format md|json]`, "
-        "`newt rename ID TITLE`, `newt delete ID`, `newt memory search|show|forget`. "
+        "`newt rename ID TITLE`, `newt delete ID`, `newt memory search|show|forget`, "
+        "`newt import PATH [--from elia|oterm|llm]`. "
         "With no command, newt opens the chat TUI.",
     )
     parser.add_argument("--version", action="version", version=f"newt {__version__}")
@@ -56,8 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--local",
         nargs="?",
         const="",
-        metavar="MODEL.gguf",
-        help="run a managed llama-server (default model: SmolLM2-135M-Instruct)",
+        metavar="NAME|MODEL.gguf",
+        help="run a managed llama-server with a GGUF file, a catalogue model or one found"
+        " on this machine (default: SmolLM2-135M-Instruct); --local --list shows them",
+    )
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="with --local: the chat models found here and the catalogue, with a recommendation",
     )
     parser.add_argument(
         "-c",
@@ -166,12 +173,17 @@ def _local_model(args: argparse.Namespace, config: Config) -> str | None:
 def _start_local(
     stack: ExitStack, config: Config, path: str, *, explicit_model: str | None
 ) -> None:
-    """Start the managed llama-server (stopped with newt) and point `config` at it."""
-    from newt.backend.local_server import LocalLlamaServer, reply_token_cap
+    """Start the managed llama-server (stopped with newt) and point `config` at it:
+    the default SmolLM2 with its small window, a chosen model with `window_for` it."""
+    from pathlib import Path
 
-    cap = reply_token_cap()  # replies capped at the reserve newt keeps free for them
+    from newt.backend.local_server import DEFAULT_CTX, LocalLlamaServer, reply_token_cap
+    from newt.local_models.cli import window_for
+
+    ctx = window_for(Path(path)) if path else DEFAULT_CTX
+    cap = reply_token_cap(ctx)  # replies capped at the reserve newt keeps free for them
     server = stack.enter_context(
-        LocalLlamaServer(model_path=path or None, extra_args=["-n", str(cap)])
+        LocalLlamaServer(model_path=path or None, ctx=ctx, extra_args=["-n", str(cap)])
     )
     config.backend.base_url = server.base_url
     config.backend.model = explicit_model or server.model_name
@@ -200,9 +212,21 @@ def _choose_preset(config: Config, name: str, *, explicit_model: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["import"]:  # its own parser: newt/cli_import.py
+        from newt.cli_import import import_main
+
+        return import_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     stdout, stderr = sys.stdout, sys.stderr
+    if args.list:
+        if args.local is None or args.local:
+            _err(stderr, "--list goes with --local: `newt --local --list`")
+            return EXIT_USAGE
+        from newt.local_models.cli import list_main
+
+        return list_main(stdout)
     if args.json and args.prompt is None:
         _err(stderr, "--json only works with -p/--print")
         return EXIT_USAGE
@@ -219,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             config = load_config(args.config, base_url=args.base_url, model=args.model)
             local = _local_model(args, config)
+            if local:  # a catalogue name or a discovered model becomes its file
+                from newt.local_models.cli import resolve_local
+
+                local = str(resolve_local(local, stderr=stderr))
             if local is not None:
                 _start_local(stack, config, local, explicit_model=args.model)
             if args.preset:

@@ -21,6 +21,7 @@ Every error newt raises for the user to act on is a `NewtError`:
      ├── McpConfigError        exit 2 mcp/config.py
      ├── ConfigError           exit 2 config.py; SettingsError (chat_settings.py)
      ├── ImportFormatError     exit 2 importing/model.py
+     ├── LocalModelError              local_models/cli.py (UnknownLocalModel exit 2)
      └── UsageError            exit 2 cli.py
 
 Not under the root: `SetupError` (backend/local_setup.py), because that module

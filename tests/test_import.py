@@ -265,3 +265,16 @@ async def test_a_resumed_import_folds_and_recalls_an_old_fact(
     finally:
         await session.close()
         await store.close()
+
+
+def test_newt_import_is_a_command_of_newt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`newt import PATH` goes through newt's own entry point, then the import is listed."""
+    from newt.cli import main
+
+    make_config("http://127.0.0.1:9/v1")
+    assert main(["import", str(FIXTURES / "claude_conversations.json")]) == 0
+    assert "imported 1 conversation(s)" in capsys.readouterr().err
+    assert main(["list"]) == 0
+    assert "Dentist" in capsys.readouterr().out

@@ -293,3 +293,20 @@ def test_resolve_local_takes_a_path_a_found_name_or_a_catalogue_name(
     assert got.read_bytes() == PAYLOAD and "Ctrl-C stops" in err.getvalue()
     with pytest.raises(cli.LocalModelError, match="newt --local --list"):
         cli.resolve_local("no-such-model")
+
+
+def test_newt_local_list_and_an_unknown_name_through_the_command(
+    env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`newt --local --list` prints the list; `newt --local NAME` with a name newt does not
+    know exits 2 with the way to find one, before any server starts."""
+    from newt.cli import main
+
+    fake_machine(env, tmp_path)
+    assert main(["--local", "--list"]) == 0
+    assert "llama3.2:3b" in capsys.readouterr().out
+    assert main(["--list"]) == 2
+    assert "--local --list" in capsys.readouterr().err
+    assert main(["--local", "no-such-model", "-p", "hi"]) == 2
+    err = capsys.readouterr().err
+    assert "newt --local --list" in err and "Traceback" not in err

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from newt.errors import InputError, NewtError
 from newt.local_models.catalogue import (
     CatalogueModel,
     catalogue,
@@ -22,9 +23,14 @@ from newt.local_models.catalogue import (
 )
 from newt.local_models.discover import FoundModel, discover, hub_cache_dir
 from newt.local_models.download import DownloadError, cached_path, download
+from newt.local_models.gguf import NotGGUF, read_info
 
 
-class LocalModelError(Exception):
+class LocalModelError(NewtError):
+    """A local model newt could not get (download failed or stopped): exit 1."""
+
+
+class UnknownLocalModel(LocalModelError, InputError):
     """A name newt cannot turn into a GGUF file; the message says what it knows instead."""
 
 
@@ -80,10 +86,23 @@ def resolve_local(name_or_path: str, *, stderr: TextIO | None = None) -> Path:
     if found is not None:
         return found.path
     names = ", ".join(m.name for m in catalogue())
-    raise LocalModelError(
+    raise UnknownLocalModel(
         f"{name_or_path!r} is not a file, a catalogue model ({names}) or a model found on "
         "this machine; `newt --local --list` shows them."
     )
+
+
+CHOSEN_MODEL_WINDOW = 8192  # a capable model gets room for a long chat (RAM permitting)
+
+
+def window_for(path: Path) -> int:
+    """The context window to run a chosen GGUF with: 8192 tokens, or less when the
+    model was trained for less (its header's context_length)."""
+    try:
+        trained = read_info(path).context_length
+    except NotGGUF:
+        trained = 0
+    return min(CHOSEN_MODEL_WINDOW, trained) if trained > 0 else CHOSEN_MODEL_WINDOW
 
 
 def _match(name: str, found: list[FoundModel]) -> FoundModel | None:

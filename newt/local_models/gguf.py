@@ -49,6 +49,12 @@ class GGUFInfo:
         return value if isinstance(value, str) else ""
 
     @property
+    def context_length(self) -> int:
+        """The window the model was trained for (0 when the header does not say)."""
+        value = self.metadata.get(f"{self.architecture}.context_length")
+        return value if isinstance(value, int) else 0
+
+    @property
     def is_embedding(self) -> bool:
         """Embedding-only: an embedding architecture, a pooling type, or a vision projector."""
         arch = self.architecture
