@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from newt.agent.session import ChatSession
+from newt.errors import NewtError, user_message
 from newt.memory.forget_quotes import DROPPED_SUMMARY
 from newt.store.forget import FORGOTTEN
 from tests.agent_helpers import make_config, run_turn
@@ -216,6 +217,21 @@ async def test_rename_with_a_unique_prefix(fake_openai: FakeOpenAI) -> None:
         assert chat.session.conversation.title == "Trip plans"
         with pytest.raises(Exception, match="empty"):
             await chat.session.rename_conversation(renamed.id, "   ")
+    finally:
+        await chat.session.close()
+
+
+async def test_forgetting_a_word_that_is_no_key_is_the_users_error(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """A key that names no record is one of newt's errors (exit 2), and nothing goes."""
+    chat = await open_chat(fake_openai)
+    try:
+        await chat.say("hello there")
+        with pytest.raises(NewtError, match="not a record key") as caught:
+            await chat.session.forget(["hello"])
+        assert user_message(caught.value) is not None and caught.value.exit_status == 2
+        assert await chat.session.search_memory("hello there")
     finally:
         await chat.session.close()
 

@@ -30,6 +30,7 @@ import aiosqlite
 
 from newt.store.conversations import make_title
 from newt.store.db import Database
+from newt.store.errors import StoreError
 from newt.store.models import MemoryRecord
 from newt.store.records import row_to_record
 
@@ -70,11 +71,18 @@ class Forgotten:
         self.scrubbed = self.scrubbed and other.scrubbed
 
 
+class NotARecordKey(StoreError, ValueError):
+    """A key to forget that names no record kind newt has (exit 2)."""
+
+
 def parse_key(key: str) -> tuple[str, int, int | None]:
-    """(kind letter, id, tool result number) of a retrieval key; ValueError otherwise."""
+    """(kind letter, id, tool result number) of a retrieval key; NotARecordKey otherwise."""
     found = _KEY.match(key.strip())
     if found is None:
-        raise ValueError(f"not a record key: {key!r}")
+        raise NotARecordKey(
+            f"{key.strip()!r} is not a record key (like t12, r12, n3 or c40);"
+            " a memory search lists them"
+        )
     n = found.group(3)
     return found.group(1), int(found.group(2)), int(n) if n is not None else None
 
