@@ -162,12 +162,42 @@ def _start_local_embeddings(stack: ExitStack, config: Config, stderr: TextIO) ->
 def _local_model(args: argparse.Namespace, config: Config) -> str | None:
     """The model newt runs itself: `--local [MODEL]`, else `[backend] local = true`
     (the first run's choice) for the chat and -p, unless --base-url or
-    OPENAI_BASE_URL name a server; "" is the default model, None no local model."""
-    if args.local is not None:
+    OPENAI_BASE_URL name a server; a bare `--local` and `local = true` run the
+    remembered `local_model`; "" is the default model, None no local model."""
+    if args.local:
         return str(args.local)
+    remembered = config.backend.local_model.strip()
+    if args.local is not None:
+        return remembered
     chatting = args.command is None and not args.finish_summary
     named = bool(args.base_url or os.environ.get("OPENAI_BASE_URL"))
-    return "" if config.backend.local and chatting and not named else None
+    return remembered if config.backend.local and chatting and not named else None
+
+
+def _resolve_local(args: argparse.Namespace, config: Config, local: str, stderr: TextIO) -> str:
+    """The GGUF file for `local`. `newt --local NAME` opening the chat is remembered
+    (later plain runs use it); a remembered model that is gone falls back to
+    SmolLM2 with a warning, so the chat still opens."""
+    from newt.local_models.cli import LocalModelError, remembered_as, resolve_local
+
+    if not args.local:
+        try:
+            return str(resolve_local(local, stderr=stderr))
+        except LocalModelError as exc:
+            stderr.write(
+                f"newt: the remembered local model did not load ({exc}); running "
+                "SmolLM2-135M-Instruct. `newt --local NAME` picks another.\n"
+            )
+            return ""
+    path = resolve_local(local, stderr=stderr)
+    if args.prompt is None and args.command is None and not args.finish_summary:
+        from newt.config import default_config_path, save_local_choice
+
+        try:
+            save_local_choice(config.path or default_config_path(), *remembered_as(local, path))
+        except (OSError, ValueError) as exc:
+            stderr.write(f"newt: the choice was not saved to the config file: {exc}\n")
+    return str(path)
 
 
 def _start_local(
@@ -244,9 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = load_config(args.config, base_url=args.base_url, model=args.model)
             local = _local_model(args, config)
             if local:  # a catalogue name or a discovered model becomes its file
-                from newt.local_models.cli import resolve_local
-
-                local = str(resolve_local(local, stderr=stderr))
+                local = _resolve_local(args, config, local, stderr)
             if local is not None:
                 _start_local(stack, config, local, explicit_model=args.model)
             if args.preset:

@@ -60,6 +60,9 @@ class BackendConfig:
     local: bool = False
     """Run newt's own llama-server, as `newt --local` does (the first run's "Run a local
     model" sets it); wins over base_url from this file, not over --base-url or the env."""
+    local_model: str = ""
+    """The model that server runs: a catalogue name, a GGUF path, or empty for SmolLM2
+    (the first run's choice, `newt --local NAME` and /model set it)."""
 
 
 @dataclass
@@ -358,13 +361,14 @@ def default_config_text() -> str:
     return asset_text("config.toml")
 
 
-def save_local_choice(path: Path) -> None:
-    """Remember the first run's "Run a local model" as `[backend] local = true`,
-    with a comment saying what it does, so every later newt (TUI, -c, -p)
-    starts the same managed llama-server instead of asking again."""
-    item = tomlkit.item(True)
+def save_local_choice(path: Path, model: str = "", about: str = "") -> None:
+    """Remember a local model chosen (first run, `newt --local NAME`, /model) as
+    `[backend] local = true` and `local_model = model` ("" is SmolLM2), commented,
+    so every later newt (TUI, -c, -p) starts the same one instead of asking again."""
+    item, chosen = tomlkit.item(True), tomlkit.item(model)
     item.comment("newt runs its own llama-server, as `newt --local` (false: use base_url)")
-    save_settings(path, {"backend": {"local": item}})
+    chosen.comment(about or ("SmolLM2-135M-Instruct" if not model else "newt --local --list"))
+    save_settings(path, {"backend": {"local": item, "local_model": chosen}})
 
 
 def save_settings(path: Path, updates: dict[str, dict[str, Any]]) -> None:

@@ -59,7 +59,10 @@ async def test_found_models_come_first_and_enter_runs_one(tmp_path: Path) -> Non
             if app.result is not None:
                 break
     assert asked == [FOUND]
-    assert app.result == LocalModel(Path("/bin/llama-server"), Path("/models/blob"))
+    # what the config keeps so later runs start it again: a found model by its file
+    blob = Path("/models/blob")
+    assert app.result == LocalModel(Path("/bin/llama-server"), blob, str(blob), "llama3.2:3b")
+    assert BEST.remembered == ("qwen3-4b", "Qwen3 4B")  # a catalogue model by name
 
 
 async def test_with_nothing_found_smollm2_has_the_focus_and_a_failed_download_says_why(

@@ -29,6 +29,7 @@ FETCH_LATER = (
     "A stronger model can be fetched later: `newt --local --list` shows them, "
     "`newt --local qwen3-4b` downloads one and runs it."
 )
+RECOMMENDED = " (recommended here)"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,14 @@ class LocalChoice:
     path: Path | None = None  # a found model, or a catalogue model already downloaded
     catalogue_name: str | None = None
     recommended: bool = False
+
+    @property
+    def remembered(self) -> tuple[str, str]:
+        """(`[backend] local_model`, its comment): a catalogue model by name, a found
+        one by its file (no later start has to search the disk for it)."""
+        if self.catalogue_name:
+            return self.catalogue_name, self.label.removesuffix(RECOMMENDED)
+        return str(self.path or ""), self.label
 
 
 def local_choices() -> list[LocalChoice]:
@@ -59,7 +68,7 @@ def local_choices() -> list[LocalChoice]:
             f"{size}, needs {gigabytes(model.ram_bytes)} RAM, {model.licence}{fit}: {model.about}"
         )
         is_best = best is not None and best.name == model.name
-        label = model.title + (" (recommended here)" if is_best else "")
+        label = model.title + (RECOMMENDED if is_best else "")
         choices.append(LocalChoice(label, detail, here, model.name, is_best))
     return choices
 

@@ -92,6 +92,19 @@ def resolve_local(name_or_path: str, *, stderr: TextIO | None = None) -> Path:
     )
 
 
+def remembered_as(name_or_path: str, path: Path) -> tuple[str, str]:
+    """(what `[backend] local_model` keeps, its comment) for a model `resolve_local`
+    found: a catalogue name stays a name (its file is looked up in the cache);
+    anything else is kept as its file's absolute path, so no later start has to
+    search the disk for it."""
+    model = find(name_or_path)
+    if model is not None:
+        return model.name, model.title
+    absolute = path.expanduser().resolve()
+    named = not Path(name_or_path).expanduser().is_file()  # a discovered model's name
+    return str(absolute), name_or_path if named else absolute.name
+
+
 CHOSEN_MODEL_WINDOW = 8192  # a capable model gets room for a long chat (RAM permitting)
 
 

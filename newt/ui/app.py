@@ -241,7 +241,9 @@ class NewtApp(App[None]):
         self.config.server_context_tokens = server.ctx
         self.config.server_reply_cap = reply_token_cap(server.ctx)
         try:  # every later newt, -c and -p starts it again instead of asking
-            save_local_choice(self.config.path or default_config_path())
+            save_local_choice(
+                self.config.path or default_config_path(), choice.remember, choice.about
+            )
         except (OSError, ValueError) as exc:
             self.notify(
                 f"The choice was not saved to the config file: {exc}",

@@ -67,6 +67,10 @@ class LocalModel:
 
     binary: Path
     model: Path
+    remember: str = ""
+    """What `[backend] local_model` keeps ("" is SmolLM2), so later runs start it again."""
+    about: str = ""
+    """Its comment in the config file (the model's name)."""
 
 
 def _prepare(progress: ProgressFn) -> tuple[Path, Path]:
@@ -196,7 +200,8 @@ class SetupScreen(Screen[BackendSettings | LocalModel | None]):
         except (SetupError, OSError) as exc:
             self.app.call_from_thread(self._local_failed, str(exc))
             return
-        self.app.call_from_thread(self.dismiss, LocalModel(binary, model))
+        remember, about = chosen.remembered if chosen is not None else ("", "")
+        self.app.call_from_thread(self.dismiss, LocalModel(binary, model, remember, about))
 
     def _show_progress(self, p: Progress) -> None:
         if self._chosen is not None:  # its own steps: the message says size, speed, time left
