@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from newt import __version__
 from newt.cli_memory import add_parsers as add_memory_parsers
@@ -21,6 +21,9 @@ from newt.cli_memory import run_tui_incognito
 from newt.config import Config, load_config
 from newt.errors import InputError, NewtError, user_message
 from newt.store import Store
+
+if TYPE_CHECKING:
+    from newt.agent.local_switch import ManagedLocal
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -202,23 +205,18 @@ def _resolve_local(args: argparse.Namespace, config: Config, local: str, stderr:
 
 def _start_local(
     stack: ExitStack, config: Config, path: str, *, explicit_model: str | None
-) -> None:
+) -> ManagedLocal:
     """Start the managed llama-server (stopped with newt) and point `config` at it:
-    the default SmolLM2 with its small window, a chosen model with `window_for` it."""
+    the default SmolLM2 with its small window, a chosen model with `window_for` it.
+    The owner it returns lets the TUI's /model run another model in its place."""
     from pathlib import Path
 
-    from newt.backend.local_server import DEFAULT_CTX, LocalLlamaServer, reply_token_cap
-    from newt.local_models.cli import window_for
+    from newt.agent.local_switch import ManagedLocal, managed_server
 
-    ctx = window_for(Path(path)) if path else DEFAULT_CTX
-    cap = reply_token_cap(ctx)  # replies capped at the reserve newt keeps free for them
-    server = stack.enter_context(
-        LocalLlamaServer(model_path=path or None, ctx=ctx, extra_args=["-n", str(cap)])
-    )
-    config.backend.base_url = server.base_url
-    config.backend.model = explicit_model or server.model_name
-    config.api_key = None  # our own llama-server needs no key; never send one
-    config.server_context_tokens, config.server_reply_cap = server.ctx, cap
+    server = stack.enter_context(managed_server(Path(path) if path else None))
+    owner = ManagedLocal(server, config, model=explicit_model)
+    stack.callback(owner.stop)  # whichever model runs by then
+    return owner
 
 
 def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
@@ -275,8 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             local = _local_model(args, config)
             if local:  # a catalogue name or a discovered model becomes its file
                 local = _resolve_local(args, config, local, stderr)
+            owner = None
             if local is not None:
-                _start_local(stack, config, local, explicit_model=args.model)
+                owner = _start_local(stack, config, local, explicit_model=args.model)
             if args.preset:
                 explicit = bool(args.model) or local is not None
                 _choose_preset(config, args.preset, explicit_model=explicit)
@@ -330,6 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 resume=args.resume,
                 continue_latest=args.continue_latest,
                 preset=args.preset,
+                local=owner,
             )
         except NewtError as exc:  # one mapping: message and exit status (newt.errors)
             text, status = user_message(exc) or (str(exc), EXIT_FAILED)

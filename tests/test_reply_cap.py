@@ -100,7 +100,8 @@ async def test_settings_show_the_managed_servers_reply_cap(
     with ExitStack() as stack:
         config = load_config()
         _start_local(stack, config, str(model), explicit_model=None)
-        assert (config.server_reply_cap, config.server_context_tokens) == (512, 2048)
-        assert await _settings_hint(NewtApp(config)) == "empty: server caps at 512"
+        # a chosen model runs with an 8192 window (issue 29), so its cap is 1024
+        assert (config.server_reply_cap, config.server_context_tokens) == (1024, 8192)
+        assert await _settings_hint(NewtApp(config)) == "empty: server caps at 1024"
     # a server newt did not start: its cap is unknown, not "no cap"
     assert await _settings_hint(NewtApp(config_for(fake_openai))) == "empty: server default"

@@ -186,6 +186,9 @@ async def test_first_run_setup_screen_saves_config(home: Path, fake_openai: Fake
         assert "newt --local" in str(app.screen.query_one("#setup-intro").render())
         app.screen.query_one("#setup-base-url").value = fake_openai.base_url  # type: ignore[attr-defined]
         app.screen.query_one("#setup-model").value = "fake-model"  # type: ignore[attr-defined]
+        save = app.screen.query_one("#setup-save")
+        save.scroll_visible(animate=False)  # below the local models the screen offers first
+        await pilot.pause()
         await pilot.click("#setup-save")
         await chat_ready(pilot)
     saved = (home / "config.toml").read_text()

@@ -2,15 +2,14 @@
 
 The UI imports only the agent layer (docs/design.md); this module hands it the
 backend's local setup (fetch SmolLM2-135M-Instruct, build llama-server, with
-progress) and a managed llama-server for the rest of the app's life.
+progress); agent/local_switch.py owns the managed llama-server for the rest of
+the app's life.
 Recall by meaning embeds in process (recall/embedder.py); only with
 `[recall] embeddings = "server"` do `newt --local` and the first-run choice run
 a second, small llama-server with all-MiniLM-L6-v2 (local_embeddings_server).
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from newt.backend.local_server import LocalLlamaServer, embeddings_server, reply_token_cap
 from newt.backend.local_setup import (
@@ -36,20 +35,8 @@ __all__ = [
     "plan",
     "reply_token_cap",
     "start_local_embeddings",
-    "start_local_server",
     "use_local_embeddings",
 ]
-
-
-async def start_local_server(binary: Path, model: Path) -> LocalLlamaServer:
-    """llama-server on a free loopback port, ready to answer; the caller stops it.
-
-    Replies are capped at the reserve newt keeps free for them. Call it on the
-    event loop's thread: the server dies with that thread (PR_SET_PDEATHSIG).
-    """
-    server = LocalLlamaServer(model, binary=binary, extra_args=["-n", str(reply_token_cap())])
-    await server.astart()
-    return server
 
 
 def local_embeddings_server(config: Config) -> LocalLlamaServer | None:
@@ -68,7 +55,7 @@ async def start_local_embeddings(config: Config) -> LocalLlamaServer | None:
     """MiniLM beside a local chat model, started and set as this run's recall
     embeddings; None when there is none to start (local_embeddings_server).
     Raises LocalServerError when it does not start: recall then goes by words.
-    Call it on the event loop's thread, like start_local_server."""
+    Call it on the event loop's thread (the server dies with that thread)."""
     server = local_embeddings_server(config)
     if server is None:
         return None

@@ -36,6 +36,7 @@ from newt.ui.session_api import SessionLike
 from newt.ui.starting_session import StartingSession
 
 if TYPE_CHECKING:
+    from newt.agent.local_switch import ManagedLocal
     from newt.ui.screens.setup import BackendSettings, LocalModel
 
 OpenSession = Callable[[Config, Callable[[str], None]], Awaitable[SessionLike]]
@@ -90,6 +91,7 @@ class NewtApp(App[None]):
         open_session: OpenSession = _open_session,
         discover: Discover = _discover,
         freeze_startup_heap: bool = False,
+        local: ManagedLocal | None = None,
     ) -> None:
         super().__init__()
         self.config = config
@@ -101,7 +103,8 @@ class NewtApp(App[None]):
         self._open_session = open_session
         self._discover = discover
         self._closed = False
-        self._local_server: Any = None  # a llama-server started by the first-run choice
+        self.local = local
+        """The llama-server newt runs (`--local` or the first-run choice): /model switches it."""
         self._local_embeddings: Any = None  # and MiniLM beside it, for recall by meaning
         self._freeze_startup_heap = freeze_startup_heap
         self._early_chat: ChatScreen | None = None  # drawn before the session opened
@@ -220,26 +223,21 @@ class NewtApp(App[None]):
 
     async def _start_local(self, choice: LocalModel) -> bool:
         """The first-run choice to run a model here: llama-server for the rest of the app."""
-        from newt.agent.local_model import (
-            reply_token_cap,
-            start_local_embeddings,
-            start_local_server,
-        )
+        from newt.agent.local_catalogue import FETCH_LATER
+        from newt.agent.local_model import start_local_embeddings
+        from newt.agent.local_switch import ManagedLocal
         from newt.config import save_local_choice
 
         self._say("Starting the local model…")
-        try:
-            server = await start_local_server(choice.binary, choice.model)
+        try:  # it sets the config's window and cap: the first figures are this window's
+            self.local = await ManagedLocal.start(self.config, choice.model, binary=choice.binary)
         except Exception as exc:
             self.notify(describe(exc), title="The local model did not start", severity="error",
                         timeout=10, markup=False)  # fmt: skip
             return await self._ask_backend()
-        self._local_server = server
-        self.config.backend.base_url, self.config.backend.model = server.base_url, server.model_name
-        self.config.api_key = None  # our own llama-server needs no key; never send one
-        # known now: the first figures are this window's, /settings shows the cap
-        self.config.server_context_tokens = server.ctx
-        self.config.server_reply_cap = reply_token_cap(server.ctx)
+        if not choice.remember:  # SmolLM2, e.g. with no network: say what comes next
+            self.notify(f"Running SmolLM2-135M-Instruct, a tiny model. {FETCH_LATER}",
+                        title="A local model", timeout=12, markup=False)  # fmt: skip
         try:  # every later newt, -c and -p starts it again instead of asking
             save_local_choice(
                 self.config.path or default_config_path(), choice.remember, choice.about
@@ -325,7 +323,7 @@ class NewtApp(App[None]):
         if self.session is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.session.close(), CLOSE_TIMEOUT)
-        for server in (self._local_embeddings, self._local_server):
+        for server in (self._local_embeddings, self.local):
             if server is not None:
                 server.stop()
 
@@ -350,14 +348,17 @@ def run_tui(
     resume: str | None = None,
     continue_latest: bool = False,
     preset: str | None = None,
+    local: ManagedLocal | None = None,
 ) -> int:
-    """Run the TUI; returns the process exit code."""
+    """Run the TUI; returns the process exit code. `local`: the managed llama-server
+    the command line started, for /model to switch."""
     app = NewtApp(
         config,
         resume=resume,
         continue_latest=continue_latest,
         preset=preset,
         freeze_startup_heap=True,
+        local=local,
     )
 
     async def main() -> None:

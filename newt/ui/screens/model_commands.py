@@ -12,6 +12,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from newt.ui.format import tokens
+from newt.ui.local_switching import PICKER_TITLE, local_choices, managed, switch_local
 from newt.ui.screens.choice_picker import Choice as PickerChoice
 from newt.ui.screens.choice_picker import ChoicePickerScreen, model_detail
 
@@ -76,6 +77,15 @@ class ModelCommands:
 
     def _model_picker(self) -> ChoicePickerScreen:
         session = self.session
+        local = managed(self.screen)
+        if local is not None:  # newt's own llama-server: the local models it knows
+            return ChoicePickerScreen(
+                PICKER_TITLE,
+                lambda: local_choices(local),
+                placeholder="Filter local models, or type a GGUF path…",
+                free_text=True,
+                noun="model",
+            )
 
         async def load() -> list[PickerChoice]:
             return [
@@ -96,6 +106,8 @@ class ModelCommands:
             self.spawn(self.cmd_model(name))
 
     async def cmd_model(self, arg: str) -> None:
+        if await switch_local(self.screen, self.session, arg.strip()):
+            return
         await self.session.set_model(arg)
         self.screen.refresh_header()
         self.screen.refresh_meter()
