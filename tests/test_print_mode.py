@@ -279,6 +279,7 @@ def test_local_runs_a_managed_server_and_stops_it(tmp_path: Path, _isolated_home
 
 
 def test_local_without_a_binary_says_how_to_get_one(tmp_path: Path, _isolated_home: Path) -> None:
+    (tmp_path / "none.gguf").write_bytes(b"GGUF")  # the model is there, the server is not
     result = newt_cmd(
         "--local",
         str(tmp_path / "none.gguf"),
