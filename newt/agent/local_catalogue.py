@@ -89,6 +89,7 @@ def prepare_choice(choice: LocalChoice, progress: ProgressFn) -> tuple[Path, Pat
             model_path = download(model, progress=report)
         except DownloadError as exc:
             raise SetupError(
-                f"{exc}\nWith no network, SmolLM2 below works offline; {FETCH_LATER}"
+                f"{exc}\nWith no network, SmolLM2-135M-Instruct (Run a local model on this "
+                f"machine) works offline. {FETCH_LATER}"
             ) from exc
     return build_llama_server(progress=progress), model_path

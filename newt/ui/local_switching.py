@@ -67,7 +67,7 @@ async def switch_local(screen: CommandHost, session: SessionLike, name: str) -> 
         saved = f" The choice was not saved to the config file: {exc}"
     status: Any = session.memory_status()
     screen.feedback(
-        f"Now running {model.name} with a {tokens(local.server.ctx)}-token window; memory "
+        f"Now running {model.name}, a window of {tokens(local.server.ctx)} tokens; memory "
         f"budget {tokens(status.budget)} tokens. The conversation goes on.{saved}"
     )
     return True

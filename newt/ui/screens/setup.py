@@ -96,8 +96,6 @@ def _minutes(seconds: float) -> str:
 class SetupScreen(Screen[BackendSettings | LocalModel | None]):
     CSS_PATH = "setup.tcss"
     DEFAULT_CSS = """
-    SetupScreen .setup-choice { height: 1; min-width: 0; border: none; width: 100%;
-                                content-align: left middle; }
     SetupScreen .setup-choice-about { color: $text-muted; padding-left: 2; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "quit_setup", "Quit")]
@@ -217,7 +215,12 @@ class SetupScreen(Screen[BackendSettings | LocalModel | None]):
         self.remove_class("preparing")
         for button in self.query(".setup-choice, #setup-local").results(Button):
             button.disabled = False
-        self.query_one("#setup-error", Static).update(Content(message))
+        error = self.query_one("#setup-error", Static)
+        error.update(Content(message))
+        # Enter still ends in a chat (SmolLM2 needs no network); the error is below the
+        # form, so it is brought into view
+        self.query_one("#setup-local", Button).focus(scroll_visible=False)
+        self.call_after_refresh(error.scroll_visible)
 
     # -- leave -----------------------------------------------------------------------
 
