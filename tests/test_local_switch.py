@@ -68,6 +68,8 @@ async def test_model_lists_the_local_models_and_switches_in_one_step(
     stand_in.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake}" "$@"\n')
     stand_in.chmod(0o755)
     monkeypatch.setenv("NEWT_LLAMA_SERVER", str(stand_in))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # no catalogue model downloaded
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     small = model_file(tmp_path / "m" / "Small-4k.gguf", 4096)
     big = model_file(tmp_path / "m" / "Big-32k.gguf", 32768)
     known = [
@@ -118,6 +120,9 @@ async def test_model_lists_the_local_models_and_switches_in_one_step(
             texts = [m["content"] for m in chats[-1]["body"]["messages"] if m["role"] == "user"]
             assert any("hello there" in str(t) for t in texts)  # the history went with it
 
+            await type_and_send(pilot, "/model qwen3-8b")  # in the catalogue, not downloaded
+            await wait_for(pilot, screen, "Qwen3 8B is not downloaded yet")
+            assert local.server.model_path == big and app.session.model == "Big-32k"
             await type_and_send(pilot, "/model small-4k")  # typed: the same step
             await wait_for(pilot, screen, "Now running small-4k")
             assert local.server.model_path == small and config.server_context_tokens == 4096

@@ -26,7 +26,7 @@ from newt.backend.local_server import (
     reply_token_cap,
 )
 from newt.config import Config
-from newt.local_models.catalogue import catalogue, gigabytes
+from newt.local_models.catalogue import catalogue, find, gigabytes
 from newt.local_models.cli import window_for
 from newt.local_models.discover import discover
 from newt.local_models.download import cached_path
@@ -147,6 +147,13 @@ class ManagedLocal:
             absolute = str(path.resolve())
             return KnownModel(path.stem, path, "a GGUF file", absolute, path.name)
         return None
+
+    def not_downloaded(self, name: str) -> str | None:
+        """A catalogue model's title when `name` is one that is not downloaded yet
+        (/model does not download: the server would go on running the old model
+        under the new name), else None."""
+        model = find(name)
+        return model.title if model is not None and cached_path(model) is None else None
 
     async def switch(self, model: KnownModel) -> None:
         """Stop the server and start `model` on the same port (the base URL stays),

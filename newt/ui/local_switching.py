@@ -47,6 +47,11 @@ async def switch_local(screen: CommandHost, session: SessionLike, name: str) -> 
         return False
     model = await asyncio.to_thread(local.find, name)
     if model is None:
+        title = local.not_downloaded(name)
+        if title is not None:
+            hint = f"quit and run `newt --local {name}` (it downloads it, then runs it)"
+            screen.feedback(f"{title} is not downloaded yet: {hint}.", "warning")
+            return True
         return False
     if getattr(screen, "busy", False):
         screen.feedback("/model waits until the reply finishes (Esc stops it).", "warning")
