@@ -51,11 +51,11 @@ async def measure(table: dict[str, object]) -> dict[str, float]:
     times = []
     for i in range(50):
         t = time.perf_counter()
-        await manager.call("demo__add", {"a": i, "b": 1}, max_chars=100)
+        await manager.call("demo__add", {"a": i, "b": 1})
         times.append(time.perf_counter() - t)
     figures["call median"] = statistics.median(times)
     figures["call worst"] = max(times)
-    task = asyncio.create_task(manager.call("demo__slow", {"seconds": 60}, max_chars=100))
+    task = asyncio.create_task(manager.call("demo__slow", {"seconds": 60}))
     await asyncio.sleep(0.3)
     t = time.perf_counter()
     task.cancel()

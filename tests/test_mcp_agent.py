@@ -13,6 +13,7 @@ import pytest
 
 from newt.agent import events as ev
 from newt.agent.session import ChatSession
+from newt.agent.tools import MAX_SHOWN_RESULT_CHARS
 from newt.config import Config
 from newt.recall import RecallRequest
 from newt.store import Store
@@ -166,11 +167,28 @@ async def test_a_too_big_result_is_cut_to_fit_the_window(
     assert len(finished.result) == 200_000  # the tool block has it all
     sent = tool_message_of(fake_openai.chat_requests[1].body)
     assert "[result cut to fit the context window" in sent and "of 200,000 characters" in sent
+    assert sent.count("[result cut") == 1  # cut once, one note
     second = fake_openai.chat_requests[1].body
     request_chars = len(json.dumps(second["messages"])) + len(json.dumps(second["tools"]))
     ceiling, reserve = session.capabilities.ceiling_and_reserve()
     assert request_chars / 4 < ceiling - reserve  # the retried prompt still fits
     assert done_of(events).status == "complete"
+
+
+@pytest.mark.parametrize(
+    "opened", ["[memory]\ncontext_tokens = 2048\n" + server_toml("demo")], indirect=True
+)
+async def test_the_tool_block_shows_at_most_its_bound_with_the_same_note(
+    fake_openai: FakeOpenAI, opened: tuple[Store, ChatSession]
+) -> None:
+    _store, session = opened
+    fake_openai.script(call("demo__big", chars=450_000), Reply(text="Too much."))
+    events = await run_turn(session, "give me everything")
+    [finished] = [e for e in events if isinstance(e, ev.ToolCallFinished)]
+    assert len(finished.result) <= MAX_SHOWN_RESULT_CHARS
+    assert finished.result.count("[result cut") == 1 and "of 450,000 characters" in finished.result
+    sent = tool_message_of(fake_openai.chat_requests[1].body)
+    assert sent.count("[result cut") == 1 and "of 450,000 characters" in sent
 
 
 async def test_a_dying_server_is_reported_once_and_the_chat_goes_on(

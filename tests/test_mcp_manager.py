@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from newt.mcp.config import McpConfig, parse_mcp_section
-from newt.mcp.manager import McpManager, McpNotice, cap_text, qualified_name
+from newt.mcp.manager import McpManager, McpNotice
+from newt.mcp.naming import qualified_name
 from tests.mcp_servers import http_demo_server, stdio_server_table
 
 FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -48,45 +49,32 @@ async def test_stdio_tools_are_listed_namespaced_and_called(stdio_manager: McpMa
     assert params["type"] == "object" and params["required"] == ["a", "b"]
     assert set(params["properties"]) == {"a", "b"}
 
-    result = await stdio_manager.call("demo__add", {"a": 2, "b": 40}, max_chars=1000)
-    assert (result.text, result.error, result.truncated) == ("42", False, False)
+    result = await stdio_manager.call("demo__add", {"a": 2, "b": 40})
+    assert (result.text, result.error) == ("42", False)
 
 
 async def test_images_become_placeholders(stdio_manager: McpManager) -> None:
     await stdio_manager.ensure_started()
-    result = await stdio_manager.call("demo__picture", {}, max_chars=1000)
+    result = await stdio_manager.call("demo__picture", {})
     assert result.text.startswith("[image omitted: image/png")
     assert "iVBOR" not in result.text  # no base64 for the model to choke on
 
 
 async def test_tool_errors_are_results_and_the_server_stays(stdio_manager: McpManager) -> None:
     await stdio_manager.ensure_started()
-    bad = await stdio_manager.call("demo__add", {"a": "not a number"}, max_chars=1000)
+    bad = await stdio_manager.call("demo__add", {"a": "not a number"})
     assert bad.error
-    unknown = await stdio_manager.call("demo__nope", {}, max_chars=1000)
+    unknown = await stdio_manager.call("demo__nope", {})
     assert unknown.error and "not available" in unknown.text
-    assert (await stdio_manager.call("demo__echo", {"text": "ok"}, max_chars=100)).text == "ok"
+    assert (await stdio_manager.call("demo__echo", {"text": "ok"})).text == "ok"
     assert stdio_manager.take_notices() == []
 
 
-async def test_a_too_big_result_is_cut_to_the_budget_and_says_so(
-    stdio_manager: McpManager,
-) -> None:
+async def test_a_big_result_comes_back_whole(stdio_manager: McpManager) -> None:
+    # the turn cuts what the model gets, once, with one note (tests/test_mcp_agent.py)
     await stdio_manager.ensure_started()
-    result = await stdio_manager.call("demo__big", {"chars": 50_000}, max_chars=2_000)
-    assert result.truncated
-    assert len(result.text) <= 2_000
-    assert "newt cut this result" in result.text and "of 50000 characters" in result.text
-    small = await stdio_manager.call("demo__big", {"chars": 500}, max_chars=2_000)
-    assert not small.truncated and len(small.text) == 500
-
-
-def test_cap_text_prefers_a_line_end() -> None:
-    text = "\n".join(f"line {i:04d}" for i in range(1000))
-    cut, was_cut = cap_text(text, 600)
-    assert was_cut and len(cut) <= 600
-    body = cut.split("\n[newt cut")[0]
-    assert body.endswith(tuple(f"{i:04d}" for i in range(1000)))  # whole lines only
+    result = await stdio_manager.call("demo__big", {"chars": 50_000})
+    assert len(result.text) == 50_000 and "cut" not in result.text
 
 
 async def test_http_server_with_headers() -> None:
@@ -95,7 +83,7 @@ async def test_http_server_with_headers() -> None:
         try:
             await manager.ensure_started()
             assert "web__whoami" in {t.qualified for t in manager.tools()}
-            result = await manager.call("web__whoami", {}, max_chars=1000)
+            result = await manager.call("web__whoami", {})
             assert "x-demo=from-newt" in result.text
         finally:
             await manager.aclose()
@@ -108,14 +96,14 @@ async def test_a_slow_call_is_cancelled_and_the_server_keeps_working(transport: 
         manager = McpManager(_config(demo=table))
         try:
             await manager.ensure_started()
-            call = asyncio.create_task(manager.call("demo__slow", {"seconds": 60}, max_chars=100))
+            call = asyncio.create_task(manager.call("demo__slow", {"seconds": 60}))
             await asyncio.sleep(0.5)
             assert not call.done()
             call.cancel()
             # the cancel reaches the awaiting caller at once, not after 60 s
             with pytest.raises(asyncio.CancelledError):
                 await asyncio.wait_for(call, 10)
-            after = await manager.call("demo__echo", {"text": "still here"}, max_chars=100)
+            after = await manager.call("demo__echo", {"text": "still here"})
             assert after.text == "still here"
             assert [s.state for s in manager.servers()] == ["ready"]
         finally:
@@ -127,7 +115,7 @@ async def test_a_dying_stdio_server_is_reported_once_and_its_tools_go() -> None:
     manager = McpManager(_config(demo=stdio_server_table()), on_notice=seen.append)
     try:
         await manager.ensure_started()
-        result = await manager.call("demo__crash", {}, max_chars=100)
+        result = await manager.call("demo__crash", {})
         assert result.error
         await asyncio.sleep(0.2)  # the transport's end arrives too; still one report
         notices = manager.take_notices()
@@ -136,7 +124,7 @@ async def test_a_dying_stdio_server_is_reported_once_and_its_tools_go() -> None:
         assert manager.take_notices() == []
         assert manager.tools() == []
         assert [(s.state, s.tools) for s in manager.servers()] == [("failed", [])]
-        later = await manager.call("demo__echo", {"text": "x"}, max_chars=100)
+        later = await manager.call("demo__echo", {"text": "x"})
         assert later.error and "not available" in later.text
     finally:
         await manager.aclose()
@@ -149,7 +137,7 @@ async def test_a_dying_http_server_is_reported_once() -> None:
             await manager.ensure_started()
             proc.kill()
             proc.wait()
-            result = await manager.call("web__echo", {"text": "x"}, max_chars=100)
+            result = await manager.call("web__echo", {"text": "x"})
             assert result.error
             notices = manager.take_notices()
             assert len(notices) == 1 and "'web' stopped working" in notices[0].message

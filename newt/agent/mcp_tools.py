@@ -2,8 +2,8 @@
 
 `McpTools` belongs to one ChatSession and is the turn's `ExtraTools`. It
 creates the McpManager (and so imports the SDK) only when a turn first needs
-tools and applies the approval policy before every call; the turn caps each
-result to the window (newt.agent.tools.cap_result) and indexes it for recall.
+tools and applies the approval policy before every call; the turn cuts each
+result to the window, once (newt.agent.tools.cap_result), and indexes it for recall.
 No textual here; the TUI plugs its dialog in as `approver`.
 """
 
@@ -20,10 +20,6 @@ from newt.text import strip_terminal_escapes
 
 if TYPE_CHECKING:
     from newt.mcp.manager import McpManager
-
-MAX_RESULT_CHARS = 400_000
-"""Hard cap on one result held in memory and shown in the tool block; the turn
-then cuts what the model gets to its share of the window."""
 
 
 @dataclass
@@ -132,7 +128,7 @@ class McpTools:
                 return ToolOutcome(denied_result(request), error=True)
             if decision == "conversation":
                 manager.allow_for_conversation(name)
-        result = await manager.call(name, arguments, max_chars=MAX_RESULT_CHARS)
+        result = await manager.call(name, arguments)
         lost = "; ".join(n.message for n in manager.take_notices()) or None
         return ToolOutcome(result.text, result.error, notice=lost, recallable=True)
 

@@ -67,6 +67,8 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
 ]
 
 MAX_TOOL_ROUNDS = 8
+MAX_SHOWN_RESULT_CHARS = 400_000
+"""Longest result a tool block shows (and the turn keeps); cut by cap_result too."""
 
 
 @dataclass
@@ -99,10 +101,12 @@ async def run_tool(
 
 
 def cap_result(text: str, max_tokens: int, tokens_for: Callable[[str], int]) -> str:
-    """A tool result cut to fit `max_tokens` of the window, saying so.
+    """A tool result cut to fit `max_tokens` (as `tokens_for` counts), saying so.
 
-    The model sees the cut (and how to get the rest) instead of a request that
-    overflows the context and is mistaken for a history overflow.
+    The one cut of a tool result, with the one note: the model sees the cut
+    (and how to get the rest) instead of a request that overflows the context
+    and is mistaken for a history overflow; a tool block shows at most
+    MAX_SHOWN_RESULT_CHARS (`tokens_for=len`), cut the same way.
     """
     if tokens_for(text) <= max_tokens:
         return text

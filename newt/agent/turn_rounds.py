@@ -15,7 +15,13 @@ from contextlib import aclosing
 from typing import Any
 
 from newt.agent import events as ev
-from newt.agent.tools import MAX_TOOL_ROUNDS, cap_result, run_tool, tool_call_message
+from newt.agent.tools import (
+    MAX_SHOWN_RESULT_CHARS,
+    MAX_TOOL_ROUNDS,
+    cap_result,
+    run_tool,
+    tool_call_message,
+)
 from newt.agent.turn_context import TurnContext, TurnProgress
 from newt.backend.client import ChatResult, TextDelta
 from newt.backend.errors import ToolsUnsupportedError
@@ -118,7 +124,8 @@ class ReplyRounds:
                         "error": outcome.error,
                     }
                 )
-                yield ev.ToolCallFinished(call.id, call.name, outcome.result, outcome.error)
+                shown = cap_result(outcome.result, MAX_SHOWN_RESULT_CHARS, len)
+                yield ev.ToolCallFinished(call.id, call.name, shown, outcome.error)
                 wire.append({"role": "tool", "tool_call_id": call.id, "content": sent})
             if p.reply and not p.reply.endswith("\n"):
                 p.reply += "\n\n"

@@ -31,8 +31,8 @@ class McpTool:
 @dataclass
 class McpResult:
     text: str
+    """The whole result as text (the turn cuts what the model gets)."""
     error: bool = False
-    truncated: bool = False
 
 
 @dataclass

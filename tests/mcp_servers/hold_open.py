@@ -22,9 +22,9 @@ async def main() -> None:
     manager = McpManager(config)
     try:
         await manager.ensure_started()
-        whoami = await manager.call("demo__whoami", {}, max_chars=200)
+        whoami = await manager.call("demo__whoami", {})
         print(whoami.text.split()[0], flush=True)  # "pid=N"
-        await manager.call("demo__block", {"seconds": 120}, max_chars=200)
+        await manager.call("demo__block", {"seconds": 120})
     finally:
         await manager.aclose()
 
