@@ -67,8 +67,8 @@ async def run_import(
     async with await Store.open(db_path) as store:
         summary = await import_conversations(store, items, dry_run=dry_run, progress=bar)
     bar.finish()
-    for line in summary.lines(dry_run=dry_run):
-        err.write(f"newt import ({name}): {line}\n" if line[0] != " " else line + "\n")
+    for line in summary.report(name, dry_run=dry_run):
+        err.write(line + "\n")
     return EXIT_OK if not summary.refused or summary.imported else EXIT_FAILED
 
 

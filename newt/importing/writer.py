@@ -35,6 +35,11 @@ class ImportSummary:
         out += [f"  refused {ident}: {why}" for ident, why in self.refused]
         return out
 
+    def report(self, source: str, *, dry_run: bool = False) -> list[str]:
+        """What `newt import` prints and the TUI's import shows: the same lines."""
+        first, *rest = self.lines(dry_run=dry_run)
+        return [f"newt import ({source}): {first}", *rest]
+
 
 def _user_text(user: str, attachments: tuple[str, ...]) -> str:
     return "\n\n".join(p for p in (user, "\n".join(attachments)) if p)

@@ -68,6 +68,11 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "fork", "Continue from turn N (default: the last) in a new conversation", usage="[N]"
     ),
     SlashCommand("export", "Write this conversation to a file here", usage="[md|json]"),
+    SlashCommand(
+        "import",
+        "Import conversations: a ChatGPT or Claude export, newt JSON, Elia, oterm or llm",
+        usage="[path]",
+    ),
     SlashCommand("tools", "MCP servers, their state and tools; switch one", usage="[on|off NAME]"),
     SlashCommand("evidence", "Show or hide the retained-evidence sidebar", key="ctrl+b"),
     SlashCommand("thinking", "Fold or unfold the model's thinking above replies", key="ctrl+t"),
@@ -102,6 +107,12 @@ PALETTE_EXTRAS: tuple[PaletteEntry, ...] = (
         "Look through what newt remembers; open a record, forget it (/memory search)",
         "memory",
         "search",
+    ),
+    PaletteEntry(
+        "Import conversations…",
+        "Bring in ChatGPT or Claude exports, newt JSON, or the Elia, oterm, llm databases"
+        " found here (/import)",
+        "import",
     ),
 )
 

@@ -21,6 +21,7 @@ from newt.ui.copying import parse_copy, resolve_copy
 from newt.ui.errors import describe
 from newt.ui.format import tokens
 from newt.ui.screens.help import HelpScreen
+from newt.ui.screens.import_commands import ImportCommands
 from newt.ui.screens.memory import MemoryScreen
 from newt.ui.screens.memory_commands import MemoryCommands
 from newt.ui.screens.model_commands import ModelCommands
@@ -71,10 +72,11 @@ def export_path(title: str, conv_id: str, fmt: str, directory: Path) -> Path:
     return path
 
 
-class ChatCommands(MemoryCommands, ModelCommands):
+class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
     """`run` dispatches; `cmd_<name>(arg)` for each command that talks to the session
     (/model, /settings and /preset in ModelCommands; the memory view, /recall,
-    /incognito and the picker's rename and delete in MemoryCommands)."""
+    /incognito and the picker's rename and delete in MemoryCommands; /import in
+    ImportCommands)."""
 
     def __init__(self, screen: CommandHost) -> None:
         self.screen = screen
@@ -125,7 +127,11 @@ class ChatCommands(MemoryCommands, ModelCommands):
             self._start(name, parsed.arg)
 
     def open_panel(self, name: str) -> bool:
-        """/settings with the incognito checkbox (the rest as ModelCommands opens them)."""
+        """/settings with the incognito checkbox, /import's screen (the rest as
+        ModelCommands opens them)."""
+        if name == "import":
+            self.open_import()
+            return True
         if name != "settings":
             return super().open_panel(name)
         from newt.ui.screens.settings import SettingsScreen  # brings the agent's settings
