@@ -25,11 +25,12 @@ from textual.containers import VerticalScroll
 
 from newt.config import load_config
 from newt.ui.app import NewtApp
-from newt.ui.widgets import streaming_markdown
+from newt.ui.widgets import markdown_render
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.markdown_blocks import Block, MarkdownBlocks, split_all
+from newt.ui.widgets.markdown_render import Line, render_blocks, strip_of
 from newt.ui.widgets.messages import AssistantMessage
-from newt.ui.widgets.streaming_markdown import Line, StreamingMarkdown, render_blocks, strip_of
+from newt.ui.widgets.streaming_markdown import StreamingMarkdown
 from tests.fake_openai import FakeOpenAI, Reply  # fixture via conftest
 from tests.test_ui_chat import chat_ready, type_and_send, wait_idle
 
@@ -295,7 +296,7 @@ class _OneReply(App[None]):
 async def _characters_rendered_by_the_end(text: str, monkeypatch: pytest.MonkeyPatch) -> int:
     """Characters of Markdown rendered by `finish()` once everything before is on screen."""
     rendered: list[int] = []
-    original = streaming_markdown.render_block
+    original = markdown_render.render_block
 
     def counting(block: Block, *args: Any) -> Any:
         rendered.append(len(block.source))
@@ -316,7 +317,7 @@ async def _characters_rendered_by_the_end(text: str, monkeypatch: pytest.MonkeyP
             ),
             "every pass done: the open tail on screen",
         )
-        monkeypatch.setattr(streaming_markdown, "render_block", counting)
+        monkeypatch.setattr(markdown_render, "render_block", counting)
         await stream.finish()
         await asyncio.sleep(0.3)  # anything the end set off
         monkeypatch.undo()

@@ -67,7 +67,7 @@ class ChatLog(VerticalScroll, can_focus=True):
     async def _warm_up(self) -> None:
         # Also imports Rich's Markdown and markdown-it off the event loop, which
         # startup leaves out (see HistoryMarkdown).
-        from newt.ui.widgets.streaming_markdown import warm_up
+        from newt.ui.widgets.markdown_render import warm_up
 
         options = self.app.console_options.update(highlight=False)
         await asyncio.to_thread(warm_up, self.app.console, options)
