@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import shutil
 import sqlite3
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,13 @@ async def test_palette_import_ends_with_the_cli_summary_and_recall_uses_it(
         # the imported history answers a question asked in a new conversation
         await say(pilot, screen, "When do I fly to Paris?")
         assert "I fly to Paris on May 3rd." in last_request(fake_openai)
+        # the sidebar dates the capsule the day it was said in ChatGPT, not today
+        capsules = screen.sidebar.query_one("#capsules", OptionList)
+        shown = [str(capsules.get_option_at_index(i).prompt) for i in range(capsules.option_count)]
+        flight = next(text for text in shown if "May 3rd" in text)
+        said = datetime.fromtimestamp(1700000100.0)  # the fixture's u1, November 2023
+        assert f"{said.day} {said:%b %Y}" in flight
+        assert f"{date.today():%b %Y}" not in flight
 
         # again: nothing added twice, and the summary says it was skipped
         before = counts(home)

@@ -66,6 +66,13 @@ def ago(when: float, now: float | None = None) -> str:
     return time.strftime("%Y-%m-%d", time.localtime(when))
 
 
+def said_on(when: float) -> str:
+    """The day a message was said, "8 May 2023" (local time): an imported or old capsule
+    shows its own day, not today's."""
+    day = time.localtime(when)
+    return f"{day.tm_mday} {time.strftime('%b %Y', day)}"
+
+
 def one_line(text: str, width: int) -> str:
     """Collapse whitespace and cut to `width` characters with an ellipsis."""
     line = " ".join(clean(text).split())

@@ -1,7 +1,8 @@
 """The retained-evidence sidebar: the capsules kept for the last turn.
 
-Each capsule shows its short retrieval key, tokens, recoverability and the
-verbatim excerpt; selecting one asks the screen to fetch the full record.
+Each capsule shows its short retrieval key, tokens, recoverability, the day it
+was said (an imported turn's own day, not today's) and the verbatim excerpt;
+selecting one asks the screen to fetch the full record.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from newt.ui.format import clean, retention_header
+from newt.ui.format import clean, retention_header, said_on
 
 if TYPE_CHECKING:
     from newt.agent.views import EvidenceCapsule, RetentionReport
@@ -29,9 +30,11 @@ def capsule_prompt(capsule: EvidenceCapsule) -> Content:
     excerpt = " ".join(clean(capsule.excerpt).split())
     if len(excerpt) > EXCERPT_CHARS:
         excerpt = excerpt[: EXCERPT_CHARS - 1] + "…"
+    # the day it was said (a note or a summary has no one moment: none)
+    day = f" · {said_on(capsule.said_at)}" if capsule.said_at > 0 else ""
     return Content.assemble(
         (capsule.retrieval_key, "bold $accent"),
-        (f"  {capsule.tokens} tok · rec {capsule.recoverability:.2f}", "dim"),
+        (f"  {capsule.tokens} tok · rec {capsule.recoverability:.2f}{day}", "dim"),
         "\n",
         excerpt,
     )
