@@ -49,7 +49,8 @@ async def test_chatgpt_export_keeps_the_branch_last_seen_and_notes_the_image(
     async with await Store.open(tmp_path / "n.db") as store:
         summary = await run(store, FIXTURES / "chatgpt_conversations.json")
         assert len(summary.imported) == 1 and summary.refused[0][0] == "cg-2"
-        (conv,) = await store.conversations.list()
+        # the other branch is a fork of it (tests/test_import_forks.py)
+        (conv,) = [c for c in await store.conversations.list() if c.parent_id is None]
         assert (conv.title, conv.created_at, conv.updated_at) == (
             "Paris trip",
             1700000000.0,
@@ -149,7 +150,8 @@ async def test_importing_twice_adds_nothing(tmp_path: Path, fixture: str) -> Non
     once = counts(db)
     async with await Store.open(db) as store:
         again = await run(store, FIXTURES / fixture)
-    assert counts(db) == once and once[0] == 1
+    forks = {"chatgpt_conversations.json": 1, "claude_conversations.json": 0}[fixture]
+    assert counts(db) == once and once[0] == 1 + forks
     assert again.imported == [] and [why for _, why in again.skipped] == ["already imported"]
 
 
@@ -212,12 +214,15 @@ def test_the_command_counts_imported_skipped_and_refused(tmp_path: Path) -> None
     path = str(FIXTURES / "chatgpt_conversations.json")
     err = io.StringIO()
     assert import_main([path, "--dry-run"], err=err) == 0
-    assert "would import 1 conversation(s), 2 turn(s)" in err.getvalue()
-    err = io.StringIO()
-    assert import_main([path], err=err) == 0
-    assert "imported 1 conversation(s), 2 turn(s); skipped 0 already there; refused 1" in (
+    assert "would import 1 conversation(s) and 1 other branch(es) as forks, 3 turn(s)" in (
         err.getvalue()
     )
+    err = io.StringIO()
+    assert import_main([path], err=err) == 0
+    assert (
+        "imported 1 conversation(s) and 1 other branch(es) as forks, 3 turn(s);"
+        " skipped 0 already there; refused 1"
+    ) in err.getvalue()
     assert "refused cg-2" in err.getvalue()
     err = io.StringIO()
     import_main([path], err=err)

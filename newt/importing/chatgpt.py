@@ -1,4 +1,7 @@
-"""ChatGPT's data export: the zip, or its conversations.json (a tree of message nodes each)."""
+"""ChatGPT's data export: the zip, or its conversations.json (a tree of message nodes each).
+
+The branch the user last saw (`current_node`) is the conversation; every other
+leaf of the tree (an edited prompt, a regenerated reply) is one of its forks."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from typing import Any
 
 from newt.importing.model import (
     ImportedConversation,
+    ImportedFork,
+    ImportedTurn,
     ImportFormatError,
     Item,
     Refused,
@@ -51,15 +56,8 @@ def _part_text(part: object) -> tuple[str, tuple[str, ...]]:
     return "", ()
 
 
-def _branch(conv: dict[str, Any]) -> list[dict[str, Any]]:
-    """The nodes from the root to `current_node`: the branch the user last saw."""
-    mapping = conv["mapping"]
-    if not isinstance(mapping, dict):
-        raise ValueError("`mapping` is not an object")
-    node_id = conv.get("current_node")
-    if node_id is None:  # no pointer: the newest leaf
-        leaves = [n for n in mapping.values() if not n.get("children")]
-        node_id = leaves[-1]["id"] if leaves else None
+def _path(mapping: dict[str, Any], node_id: str | None) -> list[dict[str, Any]]:
+    """The nodes from the root to `node_id`."""
     chain: list[dict[str, Any]] = []
     seen: set[str] = set()
     while node_id is not None:
@@ -74,10 +72,13 @@ def _branch(conv: dict[str, Any]) -> list[dict[str, Any]]:
     return chain[::-1]
 
 
-def _conversation(conv: dict[str, Any]) -> ImportedConversation:
-    created = parse_time(conv.get("create_time"), where="create_time")
+def _leaves(mapping: dict[str, Any]) -> list[str]:
+    return [str(n["id"]) for n in mapping.values() if not n.get("children")]
+
+
+def _turns(nodes: list[dict[str, Any]], created: float) -> list[ImportedTurn]:
     messages: list[tuple[str, str, float, tuple[str, ...]]] = []
-    for node in _branch(conv):
+    for node in nodes:
         msg = node.get("message")
         if not msg:
             continue
@@ -98,6 +99,41 @@ def _conversation(conv: dict[str, Any]) -> ImportedConversation:
         when = msg.get("create_time")
         said = parse_time(when, where="create_time") if when is not None else created
         messages.append((role, "\n".join(texts), said, tuple(refs)))
+    return pair_messages(messages)
+
+
+def _forks(
+    mapping: dict[str, Any], main_leaf: str | None, main: list[ImportedTurn], created: float
+) -> list[ImportedFork]:
+    """The other branches (an edited prompt, a regenerated reply), each as the turns it
+    shares with the branch last seen and the turns of its own; one fork per leaf."""
+    forks: list[ImportedFork] = []
+    seen: set[tuple[int, str]] = set()
+    for leaf in _leaves(mapping):
+        if leaf == main_leaf:
+            continue
+        turns = _turns(_path(mapping, leaf), created)
+        shared = 0
+        while shared < min(len(turns), len(main)) and turns[shared] == main[shared]:
+            shared += 1
+        own = turns[shared:]
+        key = (shared, repr(own))
+        if own and key not in seen:
+            seen.add(key)
+            forks.append(ImportedFork(shared, own))
+    return forks
+
+
+def _conversation(conv: dict[str, Any]) -> ImportedConversation:
+    created = parse_time(conv.get("create_time"), where="create_time")
+    mapping = conv["mapping"]
+    if not isinstance(mapping, dict):
+        raise ValueError("`mapping` is not an object")
+    node_id = conv.get("current_node")  # the branch the user last saw
+    if node_id is None:  # no pointer: the newest leaf
+        leaves = _leaves(mapping)
+        node_id = leaves[-1] if leaves else None
+    turns = _turns(_path(mapping, node_id), created)
     return ImportedConversation(
         source=SOURCE,
         source_id=str(conv.get("conversation_id") or conv.get("id") or created),
@@ -106,8 +142,9 @@ def _conversation(conv: dict[str, Any]) -> ImportedConversation:
         updated_at=parse_time(conv["update_time"], where="update_time")
         if conv.get("update_time") is not None
         else None,
-        turns=pair_messages(messages),
+        turns=turns,
         model=str(conv.get("default_model_slug") or ""),
+        forks=_forks(mapping, node_id, turns, created) if turns else [],
     )
 
 

@@ -33,6 +33,20 @@ class ImportedTurn:
     thinking: str | None = None
 
 
+def _said(turns: Sequence[ImportedTurn]) -> list[object]:
+    return [(t.user, t.assistant, t.said_at, t.attachments) for t in turns]
+
+
+@dataclass(frozen=True)
+class ImportedFork:
+    """Another branch of a conversation (ChatGPT keeps every edited prompt and
+    regenerated reply): it shares the conversation's first `shared` turns, then
+    goes on with `turns`. Written as a newt fork of the conversation."""
+
+    shared: int
+    turns: list[ImportedTurn]
+
+
 @dataclass(frozen=True)
 class ImportedConversation:
     source: str
@@ -42,13 +56,14 @@ class ImportedConversation:
     turns: list[ImportedTurn] = field(default_factory=list)
     updated_at: float | None = None
     model: str = ""
+    forks: list[ImportedFork] = field(default_factory=list)
 
     def digest(self) -> str:
         """A hash of what is imported: the same conversation read twice hashes the same."""
-        body = json.dumps(
-            [self.title, [(t.user, t.assistant, t.said_at, t.attachments) for t in self.turns]],
-            ensure_ascii=True,
-        )
+        parts: list[object] = [self.title, _said(self.turns)]
+        if self.forks:  # a conversation without branches hashes as it always did
+            parts.append([(f.shared, _said(f.turns)) for f in self.forks])
+        body = json.dumps(parts, ensure_ascii=True)
         return hashlib.sha256(body.encode()).hexdigest()
 
 

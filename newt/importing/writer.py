@@ -6,9 +6,12 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from newt.importing.model import ImportedConversation, Item, Refused
+import aiosqlite
+
+from newt.importing.model import ImportedConversation, ImportedFork, ImportedTurn, Item, Refused
 from newt.store import Store, make_title
 from newt.store.records import insert_record
+from newt.store.turn_edits import fork_title
 
 Progress = Callable[[int, int], None]
 """Called after each conversation with (conversations done, turns written so far)."""
@@ -21,6 +24,8 @@ class ImportSummary:
     imported: list[str] = field(default_factory=list)
     """newt ids of the conversations written (or that would be, in a dry run)."""
     turns: int = 0
+    forks: int = 0
+    """Other branches written as forks of the imported conversations (ChatGPT's)."""
     skipped: list[tuple[str, str]] = field(default_factory=list)
     """Source ids already imported (or, for newt's own export, already in this store)."""
     refused: list[tuple[str, str]] = field(default_factory=list)
@@ -28,8 +33,9 @@ class ImportSummary:
 
     def lines(self, *, dry_run: bool = False) -> list[str]:
         verb = "would import" if dry_run else "imported"
+        forks = f" and {self.forks} other branch(es) as forks" if self.forks else ""
         out = [
-            f"{verb} {len(self.imported)} conversation(s), {self.turns} turn(s);"
+            f"{verb} {len(self.imported)} conversation(s){forks}, {self.turns} turn(s);"
             f" skipped {len(self.skipped)} already there; refused {len(self.refused)}"
         ]
         out += [f"  refused {ident}: {why}" for ident, why in self.refused]
@@ -62,9 +68,85 @@ async def _already(store: Store, conv: ImportedConversation) -> str | None:
     return None
 
 
+async def _insert_turn(
+    conn: aiosqlite.Connection,
+    conv_id: str,
+    turn: ImportedTurn,
+    now: float,
+    copied_from: int | None = None,
+) -> int:
+    """One turn row; its recall records (dated when the words were said) unless it is
+    a fork's copy, which shares the original's, as a fork made in newt does."""
+    user = _user_text(turn.user, turn.attachments)
+    cur = await conn.execute(
+        "INSERT INTO turns(conversation_id, kind, status, user, assistant, thinking,"
+        " attachments, created_at, copied_from) VALUES (?, 'turn', ?, ?, ?, ?, '[]', ?, ?)",
+        (
+            conv_id,
+            turn.status,
+            user,
+            turn.assistant,
+            turn.thinking or "",
+            turn.said_at,
+            copied_from,
+        ),
+    )
+    turn_id = cur.lastrowid
+    await cur.close()
+    assert turn_id is not None
+    if copied_from is not None or turn.status not in _INDEXED:
+        return turn_id
+    # the records TurnRepo.complete makes
+    for role, key, text in (("user", "t", user), ("assistant", "r", turn.assistant)):
+        if text.strip():
+            await insert_record(
+                conn,
+                key=f"{key}{turn_id}",
+                source="turn",
+                content=text,
+                conversation_id=conv_id,
+                turn_id=turn_id,
+                created_at=now,
+                role=role,  # type: ignore[arg-type]
+                said_at=turn.said_at,
+            )
+    return turn_id
+
+
+async def _write_fork(
+    conn: aiosqlite.Connection,
+    conv: ImportedConversation,
+    fork: ImportedFork,
+    parent: tuple[str, str, list[int]],
+    now: float,
+) -> None:
+    """Another branch as a newt fork of the conversation (parent id, title, turn ids):
+    copies of the turns it shares, then its own."""
+    parent_id, title, turn_ids = parent
+    fork_id = uuid.uuid4().hex
+    await conn.execute(
+        "INSERT INTO conversations(id, title, model, base_url, created_at, updated_at,"
+        " parent_id, forked_at) VALUES (?, ?, ?, '', ?, ?, ?, ?)",
+        (
+            fork_id,
+            fork_title(title),
+            conv.model,
+            fork.turns[0].said_at,
+            max(t.said_at for t in fork.turns),
+            parent_id,
+            turn_ids[fork.shared - 1] if fork.shared else None,
+        ),
+    )
+    for turn, original in zip(conv.turns[: fork.shared], turn_ids[: fork.shared], strict=True):
+        await _insert_turn(conn, fork_id, turn, now, copied_from=original)
+    for turn in fork.turns:
+        await _insert_turn(conn, fork_id, turn, now)
+
+
 async def write_conversation(store: Store, conv: ImportedConversation) -> str:
-    """Insert `conv` with its own times and index its turns (said_at = when each was said),
-    all in one transaction: a failure leaves nothing of it. Returns the new conversation id."""
+    """Insert `conv` (and its other branches, as forks) with its own times and index its
+    turns (said_at = when each was said), all in one transaction: a failure leaves
+    nothing of it. Returns the new conversation id."""
     db = store.db
     free = conv.source == "newt" and await store.conversations.get(conv.source_id) is None
     conv_id = conv.source_id if free else uuid.uuid4().hex
@@ -79,37 +161,20 @@ async def write_conversation(store: Store, conv: ImportedConversation) -> str:
             " VALUES (?, ?, ?, '', ?, ?)",
             (conv_id, title, conv.model, conv.created_at, updated),
         )
-        for turn in conv.turns:
-            user = _user_text(turn.user, turn.attachments)
-            cur = await conn.execute(
-                "INSERT INTO turns(conversation_id, kind, status, user, assistant, thinking,"
-                " attachments, created_at) VALUES (?, 'turn', ?, ?, ?, ?, '[]', ?)",
-                (conv_id, turn.status, user, turn.assistant, turn.thinking or "", turn.said_at),
-            )
-            turn_id = cur.lastrowid
-            await cur.close()
-            if turn.status not in _INDEXED:
-                continue
-            # the records TurnRepo.complete makes, dated when the words were said
-            for role, key, text in (("user", "t", user), ("assistant", "r", turn.assistant)):
-                if text.strip():
-                    await insert_record(
-                        conn,
-                        key=f"{key}{turn_id}",
-                        source="turn",
-                        content=text,
-                        conversation_id=conv_id,
-                        turn_id=turn_id,
-                        created_at=now,
-                        role=role,  # type: ignore[arg-type]
-                        said_at=turn.said_at,
-                    )
+        turn_ids = [await _insert_turn(conn, conv_id, turn, now) for turn in conv.turns]
+        for fork in conv.forks:
+            await _write_fork(conn, conv, fork, (conv_id, title, turn_ids), now)
         await conn.execute(
             "INSERT INTO imports(source, source_id, conversation_id, digest, imported_at)"
             " VALUES (?, ?, ?, ?, ?)",
             (conv.source, conv.source_id, conv_id, conv.digest(), now),
         )
     return conv_id
+
+
+def _count(summary: ImportSummary, conv: ImportedConversation) -> None:
+    summary.turns += len(conv.turns) + sum(len(f.turns) for f in conv.forks)
+    summary.forks += len(conv.forks)
 
 
 async def import_conversations(
@@ -132,11 +197,11 @@ async def import_conversations(
             summary.skipped.append((item.source_id, why))
         elif dry_run:
             summary.imported.append(item.source_id)
-            summary.turns += len(item.turns)
+            _count(summary, item)
         else:
             try:
                 summary.imported.append(await write_conversation(store, item))
-                summary.turns += len(item.turns)
+                _count(summary, item)
             except Exception as exc:
                 summary.refused.append((item.source_id, f"not written: {exc}"))
         if progress is not None:
