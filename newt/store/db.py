@@ -11,7 +11,7 @@ import asyncio
 import random
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
@@ -36,6 +36,13 @@ BUSY_TIMEOUT_MS = 5000
 LOCK_WAIT_S = 30.0
 """The longest newt waits, in all, for another process's write lock before giving up."""
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+async def fetch_all(
+    conn: aiosqlite.Connection, sql: str, params: Sequence[object] = ()
+) -> list[aiosqlite.Row]:
+    """Every row of one statement, as a list."""
+    return list(await conn.execute_fetchall(sql, params))
 
 
 def is_busy(exc: sqlite3.OperationalError) -> bool:
