@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from newt.backend.local_server import default_model_path, embedding_model_path
 from newt.local_models import catalogue as cat
 from newt.local_models import cli
 from newt.local_models.catalogue import CatalogueModel, parse_catalogue, recommend
@@ -252,14 +253,14 @@ def test_discovery_finds_the_chat_models_and_leaves_out_embeddings(
 
 
 def test_the_gguf_header_reader_reads_a_real_model() -> None:
-    real = Path.home() / ".cache" / "newt-llama" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    if not real.is_file():
-        pytest.skip("the SmolLM2 GGUF is not cached (scripts/get_llama_server.sh)")
+    # The README's test command fetches both models (scripts/get_llama_server.sh)
+    # before the first test runs; a missing one is a failure, not a skip.
+    real, minilm = default_model_path(), embedding_model_path()
+    assert real.is_file(), f"{real} is missing: run scripts/get_llama_server.sh"
     info = read_info(real)
     assert info.architecture == "llama" and not info.is_embedding
-    minilm = real.with_name("all-MiniLM-L6-v2.Q8_0.gguf")
-    if minilm.is_file():
-        assert read_info(minilm).is_embedding
+    assert minilm.is_file(), f"{minilm} is missing: run scripts/get_llama_server.sh"
+    assert read_info(minilm).is_embedding
 
 
 # -- the command line ------------------------------------------------------------------------
