@@ -21,6 +21,7 @@ from newt.importing.model import (
     pair_messages,
     parse_time,
     reference,
+    why,
 )
 
 SOURCE = "chatgpt"
@@ -159,4 +160,4 @@ def read(path: Path) -> Iterator[Item]:
             yield _conversation(conv)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             ident = str(conv.get("conversation_id") or conv.get("id") or f"#{n}")
-            yield Refused(ident, f"conversation {n} ({conv.get('title')!r}): {exc!r}")
+            yield Refused(ident, f"conversation {n} ({conv.get('title')!r}): {why(exc)}")

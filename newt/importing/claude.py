@@ -15,6 +15,7 @@ from newt.importing.model import (
     pair_messages,
     parse_time,
     reference,
+    why,
 )
 
 SOURCE = "claude"
@@ -77,4 +78,4 @@ def read(path: Path) -> Iterator[Item]:
             yield _conversation(conv)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             ident = str(conv.get("uuid") or f"#{n}")
-            yield Refused(ident, f"conversation {n} ({conv.get('name')!r}): {exc!r}")
+            yield Refused(ident, f"conversation {n} ({conv.get('name')!r}): {why(exc)}")

@@ -78,6 +78,14 @@ class Refused:
 Item = ImportedConversation | Refused
 
 
+def why(exc: Exception) -> str:
+    """What was wrong with a conversation, in words: a missing field by its name,
+    anything else by its message (no exception reprs in a summary)."""
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r} field" if exc.args else "a field is missing"
+    return str(exc) or type(exc).__name__
+
+
 def parse_time(value: object, *, where: str) -> float:
     """Epoch seconds from a number or an ISO 8601 string (naive means UTC, as the apps write)."""
     if isinstance(value, bool):

@@ -17,6 +17,7 @@ from newt.importing.model import (
     ImportFormatError,
     Item,
     Refused,
+    why,
 )
 
 SOURCE = "newt"
@@ -83,4 +84,4 @@ def read(path: Path) -> Iterator[Item]:
         try:
             yield _conversation(conv)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            yield Refused(str(conv.get("id") or f"#{n}"), f"conversation {n}: {exc!r}")
+            yield Refused(str(conv.get("id") or f"#{n}"), f"conversation {n}: {why(exc)}")
