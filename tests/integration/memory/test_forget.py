@@ -1,0 +1,346 @@
+"""Forgetting for real (issue 26): what the user forgets, deletes or keeps out
+of memory is gone from the request the fake server receives, from the index
+and the vectors, and from every byte of newt.db, its -wal and its -shm; a
+summary quoting it is rewritten or dropped; a fork of a deleted conversation
+keeps working; a corrected note never comes back. With recall by meaning on
+(MiniLM embedding every record), the same in every byte and vector:
+tests/e2e/models/test_forget_every_byte.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from newt.agent.session import ChatSession
+from newt.errors import NewtError, user_message
+from newt.memory.forget_quotes import DROPPED_SUMMARY
+from tests.agent_helpers import make_config, run_turn
+from tests.fake_openai import ErrorReply, FakeOpenAI, Reply
+
+SECRET = "QUIXOTICPLUM77"
+CONTROL = "ZEBRAPAVEMENT31"
+SMALL = '[memory]\ncontext_tokens = 2048\n[recall]\nembeddings = "{}"\n'
+
+
+def file_bytes(db: Path) -> dict[str, bytes]:
+    out = {}
+    for suffix in ("", "-wal", "-shm"):
+        path = Path(str(db) + suffix)
+        if path.exists():
+            out[suffix or "db"] = path.read_bytes()
+    return out
+
+
+def holds(db: Path, text: str) -> list[str]:
+    """The files (db, -wal, -shm) that hold `text` in any case."""
+    needle = text.lower().encode()
+    return [name for name, data in file_bytes(db).items() if needle in data.lower()]
+
+
+def sent(fake: FakeOpenAI) -> str:
+    return json.dumps(fake.chat_requests[-1].body["messages"], ensure_ascii=False)
+
+
+class Chat:
+    def __init__(self, fake: FakeOpenAI, session: ChatSession) -> None:
+        self.fake, self.session = fake, session
+        self.summary: Reply | ErrorReply = Reply(text="They talked about hobbies.")
+        fake.responder = self._respond
+
+    def _respond(self, request: dict[str, Any]) -> Reply | ErrorReply:
+        if "tools" not in request and "summar" in json.dumps(request["messages"][0]).lower():
+            return self.summary
+        last = str(request["messages"][-1]["content"])
+        said = last if len(last) < 120 else last[-60:]  # a message, or a capsule block's end
+        return Reply(text=f"Noted: {said} " + "Sure thing, here is more about it. " * 14)
+
+    async def say(self, text: str) -> None:
+        await run_turn(self.session, text)
+
+    async def filler(self, n: int) -> None:
+        for i in range(n):
+            await self.say(f"Tell me a few things about hobby number {i} and why people like it.")
+
+    async def embedded(self) -> None:
+        queue = self.session.recall_parts.queue
+        if queue is not None:
+            assert await queue.wait_idle(120)
+
+
+async def open_chat(fake: FakeOpenAI, embeddings: str = "off") -> Chat:
+    session = await ChatSession.open(make_config(fake.base_url, SMALL.format(embeddings)))
+    return Chat(fake, session)
+
+
+async def test_a_summary_quoting_a_forgotten_message_is_rewritten(
+    fake_openai: FakeOpenAI,
+) -> None:
+    chat = await open_chat(fake_openai)
+    chat.summary = ErrorReply(500, {"error": {"message": "no summaries today"}})
+    try:
+        await chat.say(f"My locker code is {SECRET}, please remember it.")
+        await chat.filler(14)
+        await chat.session.summaries.cancel()
+        rows = await chat.session.store.db.conn.execute_fetchall(
+            "SELECT user FROM turns WHERE kind = 'compaction' ORDER BY id DESC LIMIT 1"
+        )
+        assert SECRET in next(iter(rows))[0], "the owed record does not quote it: nothing to test"
+
+        report = await chat.session.forget_matching(SECRET)
+        assert report.rewritten and not report.dropped
+        assert "rewritten" in report.describe()
+        rows = await chat.session.store.db.conn.execute_fetchall(
+            "SELECT user FROM turns WHERE kind = 'compaction'"
+        )
+        assert all(SECRET not in r[0] for r in rows)
+        assert holds(chat.session.store.db.path, SECRET) == []
+        await chat.say("What is my locker code?")
+        assert SECRET not in sent(fake_openai)
+    finally:
+        await chat.session.close()
+
+
+async def test_a_model_summary_quoting_a_forgotten_message_is_dropped(
+    fake_openai: FakeOpenAI,
+) -> None:
+    chat = await open_chat(fake_openai)
+    chat.summary = Reply(text=f"The user said: my locker code is {SECRET}, please remember it.")
+    try:
+        await chat.say(f"My locker code is {SECRET}, please remember it.")
+        await chat.filler(14)
+        await chat.session.summaries.settle(30)
+        rows = await chat.session.store.db.conn.execute_fetchall(
+            "SELECT user FROM turns WHERE kind = 'compaction' ORDER BY id DESC LIMIT 1"
+        )
+        assert "The user said" in next(iter(rows))[0], "no model summary landed: nothing to test"
+
+        report = await chat.session.forget_matching(SECRET)
+        assert report.dropped
+        rows = await chat.session.store.db.conn.execute_fetchall(
+            "SELECT user FROM turns WHERE kind = 'compaction' ORDER BY id DESC LIMIT 1"
+        )
+        assert DROPPED_SUMMARY in next(iter(rows))[0]
+        assert holds(chat.session.store.db.path, SECRET) == []
+        await chat.say("What is my locker code?")
+        assert SECRET not in sent(fake_openai)
+    finally:
+        await chat.session.close()
+
+
+async def test_deleting_a_conversation_leaves_its_fork_working(fake_openai: FakeOpenAI) -> None:
+    chat = await open_chat(fake_openai)
+    s = chat.session
+    try:
+        await chat.say("The spare key is under the PAPAYA42 flowerpot.")
+        await chat.say("Remember that the boat is called Seagull.")
+        assert s.conversation is not None
+        original = s.conversation.id
+        await s.note(f"the garage code is {SECRET}")  # made in this conversation
+        log = await s.log.history()
+        fork = await s.fork(log[-1].id)
+        await s.resume(original)
+        await chat.say(f"Only the original knows {CONTROL}.")
+
+        conv, report = await s.delete_conversation(original[:8])
+        assert conv.id == original and report.conversations == 1 and report.notes == 1
+        assert s.conversation is None  # the open one was deleted: a fresh one starts
+        assert [c.id for c in await s.list_conversations()] == [fork.id]
+        db = s.store.db.path
+        assert holds(db, CONTROL) == [] and holds(db, SECRET) == []
+        assert SECRET not in s.system_prompt
+
+        await s.resume(fork.id)  # the fork opens with its own copies
+        await chat.say("What was the boat called?")
+        assert "Seagull" in sent(fake_openai)
+        hits = await s.search_memory("PAPAYA42 flowerpot")
+        assert hits and hits[0].conversation_id == fork.id
+        await s.new_conversation()
+        await chat.say("Where is the spare key, under which flowerpot?")
+        assert "PAPAYA42" in sent(fake_openai), "the fork's recall record went with the original"
+    finally:
+        await s.close()
+
+
+async def test_rename_with_a_unique_prefix(fake_openai: FakeOpenAI) -> None:
+    chat = await open_chat(fake_openai)
+    try:
+        await chat.say("hello there")
+        assert chat.session.conversation is not None
+        renamed = await chat.session.rename_conversation(
+            chat.session.conversation.id[:6], "  Trip   plans "
+        )
+        assert renamed.title == "Trip plans"
+        assert chat.session.conversation.title == "Trip plans"
+        with pytest.raises(Exception, match="empty"):
+            await chat.session.rename_conversation(renamed.id, "   ")
+    finally:
+        await chat.session.close()
+
+
+async def test_forgetting_a_word_that_is_no_key_is_the_users_error(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """A key that names no record is one of newt's errors (exit 2), and nothing goes."""
+    chat = await open_chat(fake_openai)
+    try:
+        await chat.say("hello there")
+        with pytest.raises(NewtError, match="not a record key") as caught:
+            await chat.session.forget(["hello"])
+        assert user_message(caught.value) is not None and caught.value.exit_status == 2
+        assert await chat.session.search_memory("hello there")
+    finally:
+        await chat.session.close()
+
+
+async def test_an_incognito_conversation_is_never_indexed_or_embedded(
+    fake_openai: FakeOpenAI,
+) -> None:
+    chat = await open_chat(fake_openai, "auto")
+    s = chat.session
+    try:
+        await s.set_incognito(True)
+        await chat.say(f"Between us: my locker code is {SECRET}.")
+        await chat.filler(2)
+        assert s.conversation is not None and s.conversation.incognito
+        assert "save_note" not in json.dumps(fake_openai.chat_requests[-1].body.get("tools", []))
+        await chat.embedded()
+        rows = await s.store.db.conn.execute_fetchall("SELECT count(*) FROM memory_records")
+        assert next(iter(rows))[0] == 0
+        rows = await s.store.db.conn.execute_fetchall("SELECT count(*) FROM memory_vectors")
+        assert next(iter(rows))[0] == 0
+
+        await s.set_incognito(False)
+        await s.new_conversation()
+        assert not s.incognito
+        await chat.say("What is my locker code?")
+        assert SECRET not in sent(fake_openai)
+    finally:
+        await s.close()
+
+
+async def test_turning_incognito_on_later_removes_what_was_indexed(
+    fake_openai: FakeOpenAI,
+) -> None:
+    chat = await open_chat(fake_openai, "auto")
+    s = chat.session
+    try:
+        await chat.say(f"My locker code is {SECRET}.")
+        await chat.embedded()
+        report = await s.set_incognito(True)
+        assert report is not None and report.records == 2
+        rows = await s.store.db.conn.execute_fetchall("SELECT count(*) FROM memory_vectors")
+        assert next(iter(rows))[0] == 0
+        await chat.say("one more thing to keep between us")
+        await s.new_conversation()
+        assert s.incognito  # /new keeps the choice until it is turned off
+        await s.set_incognito(False)
+        await chat.say("What is my locker code?")
+        assert SECRET not in sent(fake_openai)
+    finally:
+        await s.close()
+
+
+@pytest.mark.parametrize("how", ["replace", "remove", "tool"])
+async def test_a_corrected_note_never_comes_back(fake_openai: FakeOpenAI, how: str) -> None:
+    chat = await open_chat(fake_openai)
+    s = chat.session
+    try:
+        await chat.say("My sister lives in Tromsø, by the way.")
+        await s.note("sister lives in Tromsø")
+        await chat.filler(3)
+        if how == "replace":
+            await s.note("replace Tromsø => sister lives in Bergen")
+        elif how == "remove":
+            await s.note("remove Tromsø")
+        else:  # the model's save_note tool, inside a turn
+            fake_openai.responder = None
+            fake_openai.script(
+                Reply(
+                    tool_calls=[
+                        {
+                            "name": "save_note",
+                            "arguments": {
+                                "action": "replace",
+                                "old_text": "Tromsø",
+                                "content": "sister lives in Bergen",
+                            },
+                        }
+                    ]
+                ),
+                Reply(text="Updated."),
+            )
+            await chat.say("She moved to Bergen, update the note.")
+            fake_openai.responder = chat._respond
+        await chat.say("And where does she live now?")  # the same conversation
+        assert "Tromsø" not in sent(fake_openai)
+        await s.new_conversation()  # another one: recall, notes
+        await chat.say("Where does my sister live?")
+        assert "Tromsø" not in sent(fake_openai)
+        if how != "remove":
+            assert "sister lives in Bergen" in sent(fake_openai)
+        assert holds(s.store.db.path, "Tromsø") == []
+    finally:
+        await s.close()
+
+
+async def test_recall_preview_shows_the_capsules_without_counting(
+    fake_openai: FakeOpenAI,
+) -> None:
+    chat = await open_chat(fake_openai)
+    s = chat.session
+    try:
+        await chat.say(f"My locker code is {SECRET}, please remember it.")
+        await chat.filler(14)  # the message leaves the working set
+        await s.summaries.wait(30)  # a background summary is a request of its own
+        requests = len(fake_openai.chat_requests)
+        counts = "SELECT sum(access_count) FROM memory_records"
+        before = next(iter(await s.store.db.conn.execute_fetchall(counts)))[0]
+        report, block = await s.recall_preview("what is my locker code")
+        assert report is not None and any(SECRET in c.excerpt for c in report.capsules)
+        assert SECRET in block
+        assert len(fake_openai.chat_requests) == requests  # nothing was sent
+        after = next(iter(await s.store.db.conn.execute_fetchall(counts)))[0]
+        assert after == before  # a look is not a use
+    finally:
+        await s.close()
+
+
+async def test_migration_12_on_an_old_database(tmp_path: Path) -> None:
+    """Notes made before migration 12 belong to no conversation (deleting one
+    keeps them); conversations start remembered, not incognito."""
+    from newt.store import Database, Store
+    from newt.store.forget import MemoryEraser
+
+    path = tmp_path / "newt.db"
+    db = await Database.open(path, migrate=False)
+    await db.migrate(target=11)
+    await db.conn.execute(
+        "INSERT INTO conversations(id, title, created_at, updated_at) VALUES ('c1', 'old', 1, 2)"
+    )
+    await db.conn.execute("INSERT INTO notes(content, created_at) VALUES ('likes tea', 1)")
+    await db.close()
+    async with await Store.open(path) as store:
+        conv = await store.conversations.get("c1")
+        assert conv is not None and not conv.incognito
+        await MemoryEraser(store.db).delete_conversation("c1")
+        assert await store.notes.list() == ["likes tea"]
+
+
+async def test_a_forgotten_note_goes_like_a_removed_one(fake_openai: FakeOpenAI) -> None:
+    chat = await open_chat(fake_openai)
+    s = chat.session
+    try:
+        await chat.say("Note this: sister lives in Tromsø.")
+        await s.note("sister lives in Tromsø")
+        hits = [h for h in await s.search_memory("Tromsø") if h.kind == "note"]
+        assert hits
+        report = await s.forget([hits[0].key])
+        assert report.notes == 1
+        await chat.say("Where does my sister live?")
+        assert "Tromsø" not in sent(fake_openai)
+        assert holds(s.store.db.path, "Tromsø") == []
+    finally:
+        await s.close()

@@ -1,0 +1,435 @@
+"""Pilot tests of the chat screen with a scripted session (exact, fast)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import Static
+from textual.widgets._footer import FooterKey
+
+from newt.config import Config
+from newt.ui.app import NewtApp
+from newt.ui.screens.chat import ChatScreen
+from newt.ui.widgets.chat_log import ChatLog
+from newt.ui.widgets.messages import (
+    STOP_HINT,
+    AssistantMessage,
+    ErrorMessage,
+    NoticeMessage,
+    ToolCallBlock,
+)
+from tests.integration.ui.test_ui_support import FakeSession, Step, make_turn, sample_report
+
+
+def make_app(session: FakeSession, **kwargs: Any) -> NewtApp:
+    config = Config()
+    config.backend.base_url = session.base_url
+    config.backend.model = session.model
+
+    async def open_session(cfg: Config, say: Any) -> Any:
+        return session
+
+    return NewtApp(config, open_session=open_session, **kwargs)
+
+
+async def chat_ready(pilot: Any) -> ChatScreen:
+    for _ in range(100):
+        if isinstance(pilot.app.screen, ChatScreen):
+            await pilot.pause()
+            return pilot.app.screen
+        await pilot.pause(0.01)
+    raise AssertionError(f"chat screen never shown: {pilot.app.screen!r}")
+
+
+async def type_and_send(pilot: Any, text: str) -> None:
+    screen = pilot.app.screen
+    screen.prompt.set_text(text)
+    await pilot.press("enter")
+
+
+async def wait_idle(pilot: Any, screen: ChatScreen) -> None:
+    for _ in range(200):
+        await pilot.pause(0.01)
+        if not screen.busy and not any(w.is_running for w in screen.workers):
+            await pilot.pause()
+            return
+    raise AssertionError("turn never finished")
+
+
+async def test_send_streams_reply_and_updates_meter() -> None:
+    session = FakeSession()
+    session.script(Step(text="Hello **there**, friend.", report=sample_report()))
+    app = make_app(session)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "hi")
+        await wait_idle(pilot, screen)
+        assert session.sent == ["hi"]
+        reply = screen.query_one(AssistantMessage)
+        assert reply.entry.text == "Hello **there**, friend."
+        assert reply.entry.status == "complete"
+        assert screen.prompt.text == ""
+        assert screen.title == "hi"
+        assert screen.sidebar.display  # wide terminal: visible by default
+        header = str(screen.query_one("#evidence-header").render())
+        assert "retained 96/1,024 tokens · 2 capsules · 3 dropped" in header
+        meter = screen.query_one("#meter")
+        assert "/6,553" in str(meter.render())
+    assert session.closed  # the session (and the store it owns) closed with the app
+    assert session.closed
+
+
+async def test_enter_with_empty_prompt_does_nothing_and_ctrl_j_inserts_newline() -> None:
+    session = FakeSession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await pilot.press("enter")
+        await pilot.press("a", "ctrl+j", "b")
+        assert screen.prompt.text == "a\nb"
+        assert session.sent == []
+
+
+async def test_prompt_history_with_up_down() -> None:
+    session = FakeSession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        for text in ("first", "second"):
+            await type_and_send(pilot, text)
+            await wait_idle(pilot, screen)
+        await pilot.press("up")
+        assert screen.prompt.text == "second"
+        await pilot.press("up")
+        assert screen.prompt.text == "first"
+        await pilot.press("down")
+        assert screen.prompt.text == "second"
+        await pilot.press("down")
+        assert screen.prompt.text == ""
+
+
+async def test_escape_cancels_and_keeps_partial_reply() -> None:
+    session = FakeSession()
+    session.script(Step(text="word " * 200, chunk=5, gate=asyncio.Event()))
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "long one")
+        await pilot.pause(0.05)
+        assert screen.query_one(AssistantMessage).entry.text == "word "
+        await pilot.press("escape")
+        await wait_idle(pilot, screen)
+        reply = screen.query_one(AssistantMessage)
+        assert reply.entry.status == "interrupted"
+        assert 0 < len(reply.entry.text) < len("word " * 200)
+        assert session.interrupted and reply.entry.text.startswith(session.interrupted[0][:5])
+        assert reply.has_class("-interrupted")
+
+
+async def test_a_reply_starting_and_ending_leaves_the_footer_alone() -> None:
+    """Esc is offered on the streaming reply's status line, not in the footer,
+    so a turn does not re-compose the footer twice (keys waited for it)."""
+    session = FakeSession()
+    gate = asyncio.Event()
+    session.script(Step(text="word " * 50, chunk=5, gate=gate))
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        footer_keys = list(screen.query(FooterKey))
+        await type_and_send(pilot, "long one")
+        await pilot.pause(0.05)
+        status = screen.query_one(AssistantMessage).query_one(".status", Static)
+        assert STOP_HINT in str(status.render())
+        assert "Stop reply" not in " ".join(str(k.render()) for k in screen.query(FooterKey))
+        gate.set()
+        await wait_idle(pilot, screen)
+        assert not status.display
+        assert list(screen.query(FooterKey)) == footer_keys  # the same widgets: no recompose
+        await pilot.press("escape")  # nothing to stop: no error, nothing changes
+        assert screen.query_one(AssistantMessage).entry.status == "complete"
+
+
+async def test_error_restores_prompt_and_retry_resends() -> None:
+    session = FakeSession()
+    session.script(Step(error="backend said 503", retryable=True), Step(text="second time lucky"))
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "please work")
+        await wait_idle(pilot, screen)
+        error = screen.query_one(ErrorMessage)
+        assert "backend said 503" in str(error.query_one(".error-text").render())
+        assert screen.prompt.text == "please work"  # never lost
+        await pilot.click(".retry")
+        await wait_idle(pilot, screen)
+        assert session.sent == ["please work", "please work"]
+        assert screen.prompt.text == ""
+        assert screen.query(AssistantMessage).last().entry.text == "second time lucky"
+
+
+async def test_exception_from_session_is_an_inline_error_not_a_crash() -> None:
+    session = FakeSession()
+    session.script(Step(raise_exc=RuntimeError("boom")))
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "x")
+        await wait_idle(pilot, screen)
+        assert "boom" in str(screen.query_one(ErrorMessage).query_one(".error-text").render())
+        assert screen.prompt.text == "x"
+        assert app.is_running
+
+
+async def test_tool_calls_show_as_collapsible_blocks() -> None:
+    session = FakeSession()
+    session.script(Step(text="Saved.", tool=("save_note", {"action": "add"}, "saved note")))
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "remember x")
+        await wait_idle(pilot, screen)
+        block = screen.query_one(ToolCallBlock)
+        assert block.collapsed
+        assert block.call.result == "saved note"
+        assert "✓ save_note" in str(block.title)
+
+
+async def test_slash_menu_completes_and_runs() -> None:
+    session = FakeSession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await pilot.press("slash", "m", "e")
+        menu = screen.query_one("#slash-menu")
+        assert menu.display
+        await pilot.press("tab")
+        assert screen.prompt.text == "/memory"
+        assert not menu.display
+        await pilot.press("enter")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "MemoryScreen"
+
+
+async def test_note_feedback_inline_and_unknown_command() -> None:
+    session = FakeSession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "/note likes tea")
+        await wait_idle(pilot, screen)
+        await type_and_send(pilot, "/bogus")
+        await wait_idle(pilot, screen)
+        notices = [str(n.render()) for n in screen.query(NoticeMessage)]
+        assert "saved note" in notices[0]
+        assert "Unknown command /bogus" in notices[1]
+        assert session.notes == ["likes tea"]
+        assert session.sent == []
+
+
+async def test_resume_picker_search_and_open(tmp_path: Path) -> None:
+    session = FakeSession()
+    session.add_conversation("a" * 32, "About lakes", [make_turn(1, "lakes?", "many lakes")])
+    session.add_conversation(
+        "b" * 32,
+        "About trees",
+        [
+            make_turn(1, "trees?", "oaks"),
+            make_turn(2, "summary of old turns", "", kind="compaction"),
+            make_turn(3, "more trees?", "pines"),
+        ],
+    )
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await pilot.press("ctrl+o")
+        await pilot.pause(0.3)
+        picker = app.screen
+        assert type(picker).__name__ == "PickerScreen"
+        await pilot.press("t", "r", "e", "e")
+        await pilot.pause(0.4)
+        assert [c.title for c in picker.results] == ["About trees"]  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await wait_idle(pilot, screen)
+        assert app.screen is screen
+        assert session.conversation is not None and session.conversation.id == "b" * 32
+        assert screen.title == "About trees"
+        log = screen.query_one(ChatLog)
+        kinds = [type(e).__name__ for e in log.entries]
+        assert kinds == [
+            "UserEntry",
+            "AssistantEntry",
+            "CompactionEntry",
+            "UserEntry",
+            "AssistantEntry",
+        ]
+        assert screen.query_one(".compaction")
+
+
+@pytest.mark.parametrize("flag", ["resume", "continue"])
+async def test_open_directly_with_resume_or_continue(flag: str) -> None:
+    session = FakeSession()
+    session.add_conversation("c" * 32, "Old chat", [make_turn(1, "old question", "old answer")])
+    kwargs = {"resume": "ccc"} if flag == "resume" else {"continue_latest": True}
+    app = make_app(session, **kwargs)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await wait_idle(pilot, screen)
+        assert screen.query_one(AssistantMessage).entry.text == "old answer"
+        await pilot.press("up")
+        assert screen.prompt.text == "old question"
+
+
+async def test_resume_unknown_id_notifies_and_starts_fresh() -> None:
+    session = FakeSession()
+    app = make_app(session, resume="zzz")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        assert session.conversation is None
+        assert any("zzz" in n.message for n in app._notifications)
+        assert screen.title == "new conversation"
+
+
+async def test_busy_refuses_second_send_and_conversation_switch() -> None:
+    session = FakeSession()
+    session.script(Step(text="x" * 200, chunk=2, gate=asyncio.Event()))
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "one")
+        await pilot.pause(0.05)
+        assert screen.busy
+        await type_and_send(pilot, "two")
+        assert screen.prompt.text == "two"  # kept, not sent
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        await pilot.press("escape")
+        await wait_idle(pilot, screen)
+        assert session.sent == ["one"]
+        assert session.conversation is not None
+
+
+async def test_new_conversation_clears_log() -> None:
+    session = FakeSession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "hello")
+        await wait_idle(pilot, screen)
+        await pilot.press("ctrl+n")
+        await wait_idle(pilot, screen)
+        assert screen.query_one(ChatLog).entries == []
+        assert session.conversation is None
+        assert screen.title == "new conversation"
+
+
+async def test_sidebar_toggle_and_record_modal() -> None:
+    session = FakeSession()
+    session.script(Step(text="ok", report=sample_report()))
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        assert not screen.sidebar.display  # narrow: hidden by default
+        await pilot.press("ctrl+b")
+        assert screen.sidebar.display
+        await type_and_send(pilot, "cabin?")
+        await wait_idle(pilot, screen)
+        screen.sidebar.query_one("#capsules").focus()
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert type(app.screen).__name__ == "RecordScreen"
+        await pilot.pause(0.1)
+        content = app.screen.query_one("#record-content")
+        assert "Full verbatim record t12." in str(content.render())
+        await pilot.press("escape")
+        assert app.screen is screen
+
+
+async def test_compact_model_export_help_quit(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    session = FakeSession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "hello")
+        await wait_idle(pilot, screen)
+        await type_and_send(pilot, "/compact the plan")
+        await wait_idle(pilot, screen)
+        assert screen.query_one(".compaction")
+        await type_and_send(pilot, "/model other-model")
+        await wait_idle(pilot, screen)
+        assert screen.sub_title == "other-model"
+        await type_and_send(pilot, "/export")
+        await wait_idle(pilot, screen)
+        files = list(tmp_path.glob("newt-*.md"))
+        assert len(files) == 1 and files[0].read_text() == "exported as md"
+        await type_and_send(pilot, "/help")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        await type_and_send(pilot, "/quit")
+        await pilot.pause(0.2)
+    assert session.closed
+
+
+async def test_command_palette_lists_slash_commands() -> None:
+    session = FakeSession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        for ch in "memory":
+            await pilot.press(ch)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert type(app.screen).__name__ == "MemoryScreen"
+        await pilot.press("escape")
+        await pilot.press("ctrl+p")
+        for ch in "note":
+            await pilot.press(ch)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.screen is screen
+        assert screen.prompt.text == "/note "
+
+
+async def test_cancelled_send_is_never_blocked(monkeypatch: Any) -> None:
+    """A send raised before any event still frees the prompt."""
+    session = FakeSession()
+    session.script(Step(raise_exc=TimeoutError()))
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "x")
+        await wait_idle(pilot, screen)
+        assert not screen.busy
+        assert screen.query(ErrorMessage)
+
+
+async def test_long_history_is_windowed_and_scrolling_up_loads_more() -> None:
+    from newt.ui.widgets.chat_log import BATCH, INITIAL
+
+    session = FakeSession()
+    turns = [make_turn(i, f"question {i}", f"answer {i}") for i in range(1, 1001)]
+    session.add_conversation("d" * 32, "Long one", turns)
+    app = make_app(session, resume="ddd")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await wait_idle(pilot, screen)
+        log = screen.query_one(ChatLog)
+        assert len(log.entries) == 2000
+        mounted = len(log.children) - 1  # minus the "earlier messages" line
+        assert mounted == INITIAL
+        assert log.first_mounted == 2000 - INITIAL
+        log.scroll_home(animate=False, immediate=True)
+        await pilot.pause(0.2)
+        assert log.first_mounted == 2000 - INITIAL - BATCH
+        # Sending while scrolled up does not lose the new messages.
+        await type_and_send(pilot, "new question")
+        await wait_idle(pilot, screen)
+        assert log.entries[-1].text == "ok: new question"  # type: ignore[union-attr]
