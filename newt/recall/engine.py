@@ -41,6 +41,7 @@ from newt.recall.retention import (
     RetentionReport,
     retain_within_budget,
 )
+from newt.recall.time_span import TimeSpan, time_spans
 from newt.recall.vectors import VectorIndex
 from newt.store import Database, Store
 from newt.store.models import MemoryRecord
@@ -68,6 +69,10 @@ NEIGHBOUR_HITS = 8
 NEIGHBOUR_SHARE = 0.9
 NEWER_HITS = 3
 NEWER_SHARE = 0.5
+# What being said inside the time the query names ("on 8 May 2023",
+# "yesterday") adds to a record's fused score, times its share of the best
+# bm25 among the records said then.
+SPAN_WEIGHT = 1.0
 # Records said after a hit that the search for its newer statement first looks
 # through when the word is common (see _newest_in_window); speed only.
 NEWER_WINDOW = 2048
@@ -87,6 +92,18 @@ _CORRECTED_RANK = """
 _RANK = """
     SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts
     WHERE memory_fts MATCH ? AND rowid >= ? ORDER BY rank, rowid DESC LIMIT ?
+"""
+# The best records said inside a span holding a word: the rowid range read
+# off the said_at index bounds FTS5's walk.
+_SAID_WITHIN = """
+    WITH s AS MATERIALIZED (
+        SELECT min(id) AS lo, max(id) AS hi FROM memory_records INDEXED BY memory_records_said
+        WHERE said_at >= ?1 AND said_at < ?2)
+    SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts f
+    JOIN memory_records r ON r.id = f.rowid
+    WHERE memory_fts MATCH ?3 AND f.rowid >= (SELECT lo FROM s) AND f.rowid <= (SELECT hi FROM s)
+      AND r.said_at >= ?1 AND r.said_at < ?2
+    ORDER BY rank LIMIT ?4
 """
 # The newest records said after a hit holding a word (the first not excluded
 # is the hit's newer statement).
@@ -192,6 +209,29 @@ def fuse(
     return sorted(fused.items(), key=lambda item: (-item[1], order.get(item[0], len(order))))
 
 
+def boost(
+    fused: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    said: Sequence[tuple[int, float]],
+    lexical_weight: float,
+    weight: float,
+) -> list[tuple[int, float]]:
+    """The fused ranking with each record said in the query's time span
+    scored (1 + `weight`) times as high, best first. A record of the span the
+    ranking had not reached scores its words' share (its bm25 against the
+    best of `lexical`) there. Being said then multiplies how well a record
+    matches; it never lifts one that matches badly."""
+    scores = dict(fused)
+    best = max((-s for _, s in (*lexical, *said)), default=0.0)
+    for rowid, rank in said:
+        base = scores.get(rowid)
+        if base is None:
+            base = lexical_weight * (max(0.0, -rank) / best if best > 0 else 1.0)
+        scores[rowid] = base * (1.0 + weight)
+    order = {rowid: n for n, (rowid, _) in enumerate(fused)}
+    return sorted(scores.items(), key=lambda item: (-item[1], order.get(item[0], len(order))))
+
+
 @dataclass
 class _Read:
     """What one recall has read so far: rows by id (`asked`: every id looked
@@ -241,6 +281,7 @@ class RecallEngine:
         self.newer_hits = NEWER_HITS
         self.newer_share = NEWER_SHARE
         self.lexical_weight = LEXICAL_WEIGHT
+        self.span_weight = SPAN_WEIGHT
 
     async def recall(
         self,
@@ -307,6 +348,9 @@ class RecallEngine:
         the newest later record that shares the hit's rarest matched word (a
         later statement about the same thing, so an old value never comes
         alone)."""
+        spans, rest = time_spans(query, self.db.clock()) if self.span_weight > 0 else ([], query)
+        if spans and query_terms(rest):
+            query = rest
         words = query_terms(query)
         if limit <= 0 or not (words or self._embedder_ready()):
             return [], []
@@ -334,6 +378,10 @@ class RecallEngine:
             elif not meaning.cancelled():
                 meaning.exception()  # seen: an error of the words' path goes up alone
         ranked = fuse(lexical, nearest, self.lexical_weight)
+        if spans and words:
+            said = await self._said_within(spans, words, pool + len(excluded))
+            said = [(rowid, rank) for rowid, rank in said if rowid not in excluded]
+            ranked = boost(ranked, lexical, said, self.lexical_weight, self.span_weight)
         if not ranked:
             return [], focus
         records = await self._load(ranked[:pool], read)
@@ -341,6 +389,19 @@ class RecallEngine:
         if not count_hits:
             return records[:limit], focus
         return await self._count_hits(records[:limit]), focus
+
+    async def _said_within(
+        self, spans: list[TimeSpan], words: list[str], limit: int
+    ) -> list[tuple[int, float]]:
+        """(rowid, bm25) of the records said inside `spans` holding any of `words`."""
+        match = " OR ".join(quote(w) for w in words)
+        found: list[tuple[int, float]] = []
+        for span in spans:
+            rows = await self.db.conn.execute_fetchall(
+                _SAID_WITHIN, (span.start, span.end, match, limit)
+            )
+            found += [(row[0], row[1]) for row in rows]
+        return sorted(found, key=lambda item: item[1])[:limit]
 
     async def _read_ahead(
         self, ranked: list[tuple[int, float]], terms: list[str], excluded: set[int], read: _Read
