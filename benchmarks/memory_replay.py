@@ -53,8 +53,8 @@ from benchmarks.memory_answers import (
     content_of,
     evidence_rank,
 )
-from newt.recall.engine import holds
 from newt.recall.fts_query import query_terms
+from newt.recall.newer import holds
 
 VARIANTS = (
     "as_sent",

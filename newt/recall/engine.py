@@ -19,21 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from newt.recall.embedder import Embedder
-from newt.recall.excerpt import focus_terms
-from newt.recall.fts_query import (
-    RARE_DF,
-    SearchPlan,
-    choose_terms,
-    plan_search,
-    query_terms,
-    quote,
-)
+from newt.recall.fts_query import query_terms
+from newt.recall.fusion import LEXICAL_WEIGHT, boost, fuse
+from newt.recall.newer import NewerStatements
 from newt.recall.retention import (
     DEFAULT_EXCERPT_TOKENS,
     LINE_TOKENS,
@@ -41,27 +34,21 @@ from newt.recall.retention import (
     RetentionReport,
     retain_within_budget,
 )
-from newt.recall.time_span import TimeSpan, time_spans
+from newt.recall.time_span import time_spans
 from newt.recall.vectors import VectorIndex
+from newt.recall.word_ranking import MAX_SCORED, WordRanking
 from newt.store import Database, Store
 from newt.store.models import MemoryRecord
 from newt.store.records import RecordRepo, row_to_record
 
+__all__ = ["RecallEngine", "RecallRequest", "RecallResponse", "boost", "fuse", "to_candidates"]
+
 SECONDS_PER_HOUR = 3600.0
-# Most records bm25 may score per recall (see fts_query.plan_search): FTS5
-# spends about a microsecond on each, so a recall stays within milliseconds at
-# any store size.
-MAX_SCORED = 4000
-# Bound on the remembered common words (a few hundred KB at most).
-COMMON_WORDS_REMEMBERED = 20_000
 # Candidates looked at per returned record, and at least MIN_POOL: repeats of
 # an older record drop out, and the lexical and meaning rankings each bring
 # their best.
 POOL_FACTOR = 2
 MIN_POOL = 48
-# Share of the fused score that comes from the words (the rest from meaning);
-# benchmarks/locomo.py chose it.
-LEXICAL_WEIGHT = 0.6
 # The best NEIGHBOUR_HITS hits bring the messages next to them, scored at
 # NEIGHBOUR_SHARE of the hit's; the best NEWER_HITS bring the newest later
 # record holding their rarest query word, at NEWER_SHARE (see _with_context).
@@ -73,67 +60,6 @@ NEWER_SHARE = 0.5
 # "yesterday") adds to a record's fused score, times its share of the best
 # bm25 among the records said then.
 SPAN_WEIGHT = 1.0
-# Records said after a hit that the search for its newer statement first looks
-# through when the word is common (see _newest_in_window); speed only.
-NEWER_WINDOW = 2048
-
-# bm25 is a sum over the query's phrases: the plan's match repeats the rare
-# words, so subtracting their bm25 leaves exactly bm25 over every word.
-# MATERIALIZED makes each FTS query run once (a correlated lookup would make
-# FTS5 recount every phrase for every row).
-_CORRECTED_RANK = """
-    WITH hits AS MATERIALIZED (
-        SELECT rowid AS id, bm25(memory_fts) AS s FROM memory_fts WHERE memory_fts MATCH ?),
-    base AS MATERIALIZED (
-        SELECT rowid AS id, bm25(memory_fts) AS s FROM memory_fts WHERE memory_fts MATCH ?)
-    SELECT hits.id, hits.s - base.s AS rank FROM hits JOIN base ON base.id = hits.id
-    ORDER BY rank, hits.id DESC LIMIT ?
-"""
-_RANK = """
-    SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts
-    WHERE memory_fts MATCH ? AND rowid >= ? ORDER BY rank, rowid DESC LIMIT ?
-"""
-# The best records said inside a span holding a word: the rowid range read
-# off the said_at index bounds FTS5's walk.
-_SAID_WITHIN = """
-    WITH s AS MATERIALIZED (
-        SELECT min(id) AS lo, max(id) AS hi FROM memory_records INDEXED BY memory_records_said
-        WHERE said_at >= ?1 AND said_at < ?2)
-    SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts f
-    JOIN memory_records r ON r.id = f.rowid
-    WHERE memory_fts MATCH ?3 AND f.rowid >= (SELECT lo FROM s) AND f.rowid <= (SELECT hi FROM s)
-      AND r.said_at >= ?1 AND r.said_at < ?2
-    ORDER BY rank LIMIT ?4
-"""
-# The newest records said after a hit holding a word (the first not excluded
-# is the hit's newer statement).
-_NEWER = """
-    SELECT r.* FROM memory_fts f JOIN memory_records r ON r.id = f.rowid
-    WHERE memory_fts MATCH ?1 AND r.said_at > ?2 AND r.id != ?3
-    ORDER BY r.said_at DESC, r.id DESC LIMIT 4
-"""
-# The same among the ?4 newest records said after the hit, read off the
-# said_at index (m011); FTS5 reads only the word's rowids from the oldest of
-# them on. Exact when it finds 4, or when fewer than ?4 records came after.
-_NEWER_IN_WINDOW = """
-    WITH w AS MATERIALIZED (
-        SELECT id, said_at FROM memory_records INDEXED BY memory_records_said
-        WHERE said_at > ?2 AND id != ?3 ORDER BY said_at DESC, id DESC LIMIT ?4)
-    SELECT r.* FROM w JOIN memory_records r ON r.id = w.id
-    WHERE w.id IN (SELECT rowid FROM memory_fts
-                   WHERE memory_fts MATCH ?1 AND rowid >= (SELECT min(id) FROM w))
-    ORDER BY w.said_at DESC, w.id DESC LIMIT 4
-"""
-_NEWER_SPAN = """
-    SELECT count(*) FROM (SELECT 1 FROM memory_records INDEXED BY memory_records_said
-                          WHERE said_at > ?1 AND id != ?2 LIMIT ?3)
-"""
-# The newest match, and the rowid `newest_scored` matches back from it.
-_NEWEST_BOUND = """
-    SELECT (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1 ORDER BY rowid DESC LIMIT 1),
-           (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?1
-            ORDER BY rowid DESC LIMIT 1 OFFSET ?2)
-"""
 
 
 @dataclass
@@ -173,65 +99,6 @@ def to_candidates(records: Sequence[MemoryRecord], now: float) -> list[Retention
     ]
 
 
-def _unit_scores(
-    ranking: Sequence[tuple[int, float]], *, lower_is_better: bool
-) -> dict[int, float]:
-    """Scores of one ranking as shares of its best (1.0: the best; never below 0)."""
-    values = {rowid: max(0.0, -s if lower_is_better else s) for rowid, s in ranking}
-    best = max(values.values(), default=0.0)
-    if best <= 0:
-        return {rowid: 1.0 for rowid in values}
-    return {rowid: v / best for rowid, v in values.items()}
-
-
-def fuse(
-    lexical: Sequence[tuple[int, float]],
-    nearest: Sequence[tuple[int, float]],
-    lexical_weight: float = LEXICAL_WEIGHT,
-) -> list[tuple[int, float]]:
-    """The lexical (rowid, bm25) and meaning (rowid, cosine) rankings as one,
-    best first: each score taken as a share of its ranking's best, then
-    weighted and summed (a record missing from a ranking scores 0 there).
-
-    Scores, not only ranks, take part: a record far ahead of the rest in
-    one ranking stays ahead. Ties keep the lexical order (its matches are
-    exact)."""
-    words = _unit_scores(lexical, lower_is_better=True)
-    meaning = _unit_scores(nearest, lower_is_better=False)
-    if not meaning:
-        return [(rowid, words[rowid]) for rowid, _ in lexical]
-    order = {rowid: n for n, (rowid, _) in enumerate(lexical)}
-    fused = {
-        rowid: lexical_weight * words.get(rowid, 0.0)
-        + (1.0 - lexical_weight) * meaning.get(rowid, 0.0)
-        for rowid in {*words, *meaning}
-    }
-    return sorted(fused.items(), key=lambda item: (-item[1], order.get(item[0], len(order))))
-
-
-def boost(
-    fused: Sequence[tuple[int, float]],
-    lexical: Sequence[tuple[int, float]],
-    said: Sequence[tuple[int, float]],
-    lexical_weight: float,
-    weight: float,
-) -> list[tuple[int, float]]:
-    """The fused ranking with each record said in the query's time span
-    scored (1 + `weight`) times as high, best first. A record of the span the
-    ranking had not reached scores its words' share (its bm25 against the
-    best of `lexical`) there. Being said then multiplies how well a record
-    matches; it never lifts one that matches badly."""
-    scores = dict(fused)
-    best = max((-s for _, s in (*lexical, *said)), default=0.0)
-    for rowid, rank in said:
-        base = scores.get(rowid)
-        if base is None:
-            base = lexical_weight * (max(0.0, -rank) / best if best > 0 else 1.0)
-        scores[rowid] = base * (1.0 + weight)
-    order = {rowid: n for n, (rowid, _) in enumerate(fused)}
-    return sorted(scores.items(), key=lambda item: (-item[1], order.get(item[0], len(order))))
-
-
 @dataclass
 class _Read:
     """What one recall has read so far: rows by id (`asked`: every id looked
@@ -265,15 +132,9 @@ class RecallEngine:
         self.embedder = embedder
         self._vectors = VectorIndex(self.db, embedder.space) if embedder else None
         self.excerpt_tokens = excerpt_tokens
-        # Exposed so tests can drive the large-store plans with a few records.
-        self.max_scored = max(1, max_scored)
-        # When every word is common, any record holding them is about as good
-        # a candidate as another: score fewer of them, newest first.
-        self.newest_scored = max(1, self.max_scored // 4)
-        # Words seen to match more than RARE_DF records. Records are only
-        # added in normal use, so a common word stays common; remembering it
-        # spares a long message one index lookup per familiar word.
-        self._common_words: set[str] = set()
+        # max_scored is exposed so tests can drive the large-store plans with a few records.
+        self.words = WordRanking(self.db, max_scored)
+        self.newer_statements = NewerStatements(self.db, self.words)
         self._records = RecordRepo(self.db)
         # Tunables of the recall pipeline (benchmarks/locomo.py measures them).
         self.neighbour_hits = NEIGHBOUR_HITS
@@ -379,7 +240,7 @@ class RecallEngine:
                 meaning.exception()  # seen: an error of the words' path goes up alone
         ranked = fuse(lexical, nearest, self.lexical_weight)
         if spans and words:
-            said = await self._said_within(spans, words, pool + len(excluded))
+            said = await self.words.said_within(spans, words, pool + len(excluded))
             said = [(rowid, rank) for rowid, rank in said if rowid not in excluded]
             ranked = boost(ranked, lexical, said, self.lexical_weight, self.span_weight)
         if not ranked:
@@ -389,19 +250,6 @@ class RecallEngine:
         if not count_hits:
             return records[:limit], focus
         return await self._count_hits(records[:limit]), focus
-
-    async def _said_within(
-        self, spans: list[TimeSpan], words: list[str], limit: int
-    ) -> list[tuple[int, float]]:
-        """(rowid, bm25) of the records said inside `spans` holding any of `words`."""
-        match = " OR ".join(quote(w) for w in words)
-        found: list[tuple[int, float]] = []
-        for span in spans:
-            rows = await self.db.conn.execute_fetchall(
-                _SAID_WITHIN, (span.start, span.end, match, limit)
-            )
-            found += [(row[0], row[1]) for row in rows]
-        return sorted(found, key=lambda item: item[1])[:limit]
 
     async def _read_ahead(
         self, ranked: list[tuple[int, float]], terms: list[str], excluded: set[int], read: _Read
@@ -451,58 +299,14 @@ class RecallEngine:
         self, hit: MemoryRecord, terms: list[str], excluded: set[int], read: _Read
     ) -> MemoryRecord | None:
         if hit.id not in read.newer:
-            read.newer[hit.id] = await self._newer_statement(hit, terms, excluded)
+            read.newer[hit.id] = await self.newer_statements.of(hit, terms, excluded)
         return read.newer[hit.id]
-
-    async def _newer_statement(
-        self, hit: MemoryRecord, terms: list[str], excluded: set[int]
-    ) -> MemoryRecord | None:
-        """The newest record said after `hit` holding its rarest query word."""
-        held = [t for t in terms if holds(hit.content.lower(), t)]
-        if not held:
-            return None
-        _, freqs = await self._doc_freqs(held)
-        rarest, df = min(freqs, key=lambda f: f[1])
-        params = (quote(rarest), hit.said_at, hit.id)
-        rows = await self._newest_in_window(params) if df > RARE_DF else None
-        if rows is None:
-            rows = list(await self.db.conn.execute_fetchall(_NEWER, params))
-        for row in rows:
-            if row["id"] not in excluded:
-                return row_to_record(row)
-        return None
-
-    async def _newest_in_window(self, params: tuple[str, float, int]) -> list[Any] | None:
-        """What _NEWER returns, looked for among the NEWER_WINDOW newest records
-        said after the hit; None when that cannot tell (fewer than 4 matches
-        there and older records left). A common word costs a walk down the
-        said_at index instead of a sort of every record holding it."""
-        rows = list(await self.db.conn.execute_fetchall(_NEWER_IN_WINDOW, (*params, NEWER_WINDOW)))
-        if len(rows) >= 4:
-            return rows
-        (seen,) = await self.db.conn.execute_fetchall(_NEWER_SPAN, (*params[1:], NEWER_WINDOW))
-        return rows if seen[0] < NEWER_WINDOW else None
 
     async def _lexical(
         self, query: str, words: list[str], pool: int, excluded: set[int]
     ) -> tuple[list[tuple[int, float]], list[str]]:
         """(rowid, bm25) best first, and the words to center excerpts on."""
-        span, doc_freqs = await self._doc_freqs(words)
-        terms = choose_terms(doc_freqs, self.max_scored)
-        # Over-fetch by the number of exclusions, then filter here: a NOT IN
-        # inside the FTS query would stop FTS5 from ranking with LIMIT.
-        fetch = pool + len(excluded)
-        ranked: list[tuple[int, float]] = []
-        for plan in plan_search(terms, small_store=span <= self.max_scored):
-            ranked = await self._rank(plan, fetch)
-            if ranked:
-                break
-        ranked = [(rowid, rank) for rowid, rank in ranked if rowid not in excluded][:pool]
-        if terms.rare and terms.common_dropped:  # a long text: focus on its rare words
-            focus = focus_terms(query, terms.rare)
-        else:
-            focus = terms.scored
-        return ranked, focus
+        return await self.words.rank_words(query, words, pool, excluded)
 
     def _embedder_ready(self) -> bool:
         return self.embedder is not None and self.embedder.available is not False
@@ -517,48 +321,6 @@ class RecallEngine:
         if vector is None:
             return []
         return await self._vectors.search(vector, pool, excluded)
-
-    async def _doc_freqs(self, words: list[str]) -> tuple[int, list[tuple[str, int]]]:
-        """An upper bound on the number of records, and each word's document
-        frequency clipped at RARE_DF + 1 (so a common word costs little)."""
-        unknown = [w for w in words if w not in self._common_words]
-        one = "(SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?))"
-        params: list[object] = []
-        for word in unknown:
-            params += [quote(word), RARE_DF + 1]
-        (row,) = await self.db.conn.execute_fetchall(
-            # max and min each read one end of the rowid b-tree (max - min
-            # inside one SELECT would scan the table instead).
-            "SELECT (SELECT max(id) FROM memory_records) - (SELECT min(id) FROM memory_records)"
-            + "".join(", " + one for _ in unknown),
-            params,
-        )
-        span = 0 if row[0] is None else int(row[0]) + 1
-        counted = dict(zip(unknown, (int(n) for n in row[1:]), strict=True))
-        if len(self._common_words) > COMMON_WORDS_REMEMBERED:
-            self._common_words.clear()
-        self._common_words.update(w for w, df in counted.items() if df > RARE_DF)
-        return span, [(w, counted.get(w, RARE_DF + 1)) for w in words]
-
-    async def _rank(self, plan: SearchPlan, limit: int) -> list[tuple[int, float]]:
-        """(rowid, bm25) best first; bm25 is negative, lower is better. Ties: newer first."""
-        conn = self.db.conn
-        if plan.correction is not None:
-            rows = await conn.execute_fetchall(
-                _CORRECTED_RANK, (plan.match, plan.correction, limit)
-            )
-            return [(row[0], row[1]) for row in rows]
-        floor = 0
-        if plan.newest_only:
-            found = list(
-                await conn.execute_fetchall(_NEWEST_BOUND, (plan.match, self.newest_scored - 1))
-            )
-            newest, bound = found[0] if found else (None, None)
-            if newest is None:
-                return []
-            floor = bound or 0
-        rows = await conn.execute_fetchall(_RANK, (plan.match, floor, limit))
-        return [(row[0], row[1]) for row in rows]
 
     async def _load(self, ranked: list[tuple[int, float]], read: _Read) -> list[MemoryRecord]:
         """The ranked records (score: higher is better), in rank order; rows
@@ -602,11 +364,3 @@ class RecallEngine:
             (json.dumps(list(keys)),),
         )
         return {row[0] for row in rows}
-
-
-def holds(text: str, word: str) -> bool:
-    """Whether lowercased `text` holds query word `word` (`code` is in `codes`)."""
-    if len(word) > 3:
-        return word in text
-    # A short word (a number, an initial) must stand alone: `4` is not in `4417`.
-    return re.search(r"\b" + re.escape(word) + r"\b", text) is not None

@@ -13,7 +13,6 @@ MAX_LINES = 400
 # only shrink: remove a module the day it fits, never add one.
 ALLOWED = {
     "newt/agent/session.py",
-    "newt/recall/engine.py",
     "newt/ui/screens/chat.py",
 }
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from newt.recall import RecallEngine, RecallRequest, RecallResponse, vectors
-from newt.recall import engine as engine_module
+from newt.recall import newer as newer_module
 from newt.recall.vectors import VectorIndex
 from newt.store import Store
 
@@ -184,20 +184,20 @@ async def test_a_common_words_newer_statement_is_the_same_through_the_window(
     excluded = {h.id for h in hits[::5]}
 
     async def newer_of(hit: Any) -> Any:
-        found = await engine._newer_statement(hit, ["harbor"], excluded)
+        found = await engine.newer_statements.of(hit, ["harbor"], excluded)
         return found and found.key
 
-    plain_window = engine._newest_in_window
+    plain_window = engine.newer_statements.newest_in_window
 
     async def never(params: Any) -> None:
         return None
 
-    monkeypatch.setattr(engine, "_newest_in_window", never)
+    monkeypatch.setattr(engine.newer_statements, "newest_in_window", never)
     plain = [await newer_of(hit) for hit in hits]
     assert sum(key is not None for key in plain) > 20
-    monkeypatch.setattr(engine, "_newest_in_window", plain_window)
+    monkeypatch.setattr(engine.newer_statements, "newest_in_window", plain_window)
     for window in (1, 3, 10, 50, 2048):
-        monkeypatch.setattr(engine_module, "NEWER_WINDOW", window)
+        monkeypatch.setattr(newer_module, "NEWER_WINDOW", window)
         assert [await newer_of(hit) for hit in hits] == plain, window
 
 

@@ -1,0 +1,73 @@
+"""One ranking from the words' and the meaning's, and the lift of being said
+when the query says (docs/design.md section 7).
+
+Scores, not only ranks, take part: a record far ahead of the rest in one
+ranking stays ahead (with reciprocal ranks the meaning path had cost recall).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# Share of the fused score that comes from the words (the rest from meaning);
+# benchmarks/locomo.py chose it.
+LEXICAL_WEIGHT = 0.6
+
+
+def _unit_scores(
+    ranking: Sequence[tuple[int, float]], *, lower_is_better: bool
+) -> dict[int, float]:
+    """Scores of one ranking as shares of its best (1.0: the best; never below 0)."""
+    values = {rowid: max(0.0, -s if lower_is_better else s) for rowid, s in ranking}
+    best = max(values.values(), default=0.0)
+    if best <= 0:
+        return {rowid: 1.0 for rowid in values}
+    return {rowid: v / best for rowid, v in values.items()}
+
+
+def fuse(
+    lexical: Sequence[tuple[int, float]],
+    nearest: Sequence[tuple[int, float]],
+    lexical_weight: float = LEXICAL_WEIGHT,
+) -> list[tuple[int, float]]:
+    """The lexical (rowid, bm25) and meaning (rowid, cosine) rankings as one,
+    best first: each score taken as a share of its ranking's best, then
+    weighted and summed (a record missing from a ranking scores 0 there).
+
+    Scores, not only ranks, take part: a record far ahead of the rest in
+    one ranking stays ahead. Ties keep the lexical order (its matches are
+    exact)."""
+    words = _unit_scores(lexical, lower_is_better=True)
+    meaning = _unit_scores(nearest, lower_is_better=False)
+    if not meaning:
+        return [(rowid, words[rowid]) for rowid, _ in lexical]
+    order = {rowid: n for n, (rowid, _) in enumerate(lexical)}
+    fused = {
+        rowid: lexical_weight * words.get(rowid, 0.0)
+        + (1.0 - lexical_weight) * meaning.get(rowid, 0.0)
+        for rowid in {*words, *meaning}
+    }
+    return sorted(fused.items(), key=lambda item: (-item[1], order.get(item[0], len(order))))
+
+
+def boost(
+    fused: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    said: Sequence[tuple[int, float]],
+    lexical_weight: float,
+    weight: float,
+) -> list[tuple[int, float]]:
+    """The fused ranking with each record said in the query's time span
+    scored (1 + `weight`) times as high, best first. A record of the span the
+    ranking had not reached scores its words' share (its bm25 against the
+    best of `lexical`) there. Being said then multiplies how well a record
+    matches; it never lifts one that matches badly."""
+    scores = dict(fused)
+    best = max((-s for _, s in (*lexical, *said)), default=0.0)
+    for rowid, rank in said:
+        base = scores.get(rowid)
+        if base is None:
+            base = lexical_weight * (max(0.0, -rank) / best if best > 0 else 1.0)
+        scores[rowid] = base * (1.0 + weight)
+    order = {rowid: n for n, (rowid, _) in enumerate(fused)}
+    return sorted(scores.items(), key=lambda item: (-item[1], order.get(item[0], len(order))))
