@@ -71,9 +71,7 @@ class TimeSpan:
 
 
 def _day_span(day: date) -> TimeSpan:
-    start = datetime(day.year, day.month, day.day).timestamp()
-    end = datetime.combine(day + timedelta(days=1), datetime.min.time()).timestamp()
-    return TimeSpan(start - MARGIN_S, end + MARGIN_S + TOLD_AFTER_S)
+    return _days_span(day, 1)
 
 
 def _days_span(first: date, days: int) -> TimeSpan:
