@@ -1,4 +1,4 @@
-"""Regenerate, edit and fork: ChatSession's operations that rewrite the conversation.
+"""Regenerate, edit and fork: the session's operations that rewrite the conversation.
 
 Regenerate and edit run an ordinary turn (ChatSession.send with
 `replace_last=True`) under the session lock and the conversation's writer
@@ -15,64 +15,55 @@ working set, the compaction record and its pending summary from the copies.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from newt.agent.attachments import IMAGE_TOKENS_ESTIMATE, prepare, reload_images, typed_prompt
-from newt.agent.conversation_settings import anchor_is_before, shift_anchor
+from newt.agent.background_summary import BackgroundSummary
+from newt.agent.conversation_lifecycle import ConversationLifecycle
+from newt.agent.conversation_log import ConversationLog
 from newt.agent.errors import SessionError
+from newt.agent.model_link import ModelLink
 from newt.agent.turn_attachments import TurnAttachments
 from newt.agent.views import HistoryEntry, history_entries
 from newt.memory.restore import conversation_turns_from_log
-from newt.store import Conversation, StoredTurn
+from newt.store import Conversation, Store, StoredTurn
 from newt.store.image_support import ImageSupportRepo
 from newt.store.live_log import live_rows
 from newt.store.turn_edits import fork_conversation
 
-if TYPE_CHECKING:
-    import asyncio
-    from collections.abc import AsyncGenerator, Callable
-
-    from newt.agent import events as ev
-    from newt.agent.background_summary import BackgroundSummary
-    from newt.agent.capability_tracker import CapabilityTracker
-    from newt.agent.conversation_log import ConversationLog
-    from newt.memory import MemoryProvider
-    from newt.store import Store
-
 
 class ConversationEdits:
-    """Mixed into ChatSession (the methods use its lock, log and provider)."""
+    """What rewrites the conversation (ChatSession owns one; a turn, regenerate
+    and edit_last included, runs between `before_turn` and `end_replacement`:
+    newt.agent.session_turns).
 
-    _replaced_log: list[StoredTurn] | None = None
-    _images: TurnAttachments | None = None  # the last turn's: what it knows about images
+    Handed the session's lock, log, store, summaries, lifecycle (the writer
+    lock, loading the fork) and model link (the provider, the model, the
+    context window, the estimate), and the settings' callback for the anchor
+    shift a restored working set still owes."""
 
-    if TYPE_CHECKING:  # what ChatSession provides
-        lock: asyncio.Lock
-        log: ConversationLog
-        provider: MemoryProvider
-        store: Store
-        summaries: BackgroundSummary
-        capabilities: CapabilityTracker
-        base_url: str
-        model: str
-        estimate_tokens: Callable[[str], int]
-
-        def send(
-            self, text: str, *, replace_last: bool = False
-        ) -> AsyncGenerator[ev.AgentEvent, None]: ...
-        def _writer(self) -> Any: ...
-        async def _load(self, conv: Conversation) -> None: ...
-
-    def regenerate(self) -> Any:
-        """Run the last turn's prompt again; the new reply replaces the old turn."""
-        return self.send("", replace_last=True)
-
-    def edit_last(self, text: str) -> Any:
-        """Send `text` in place of the last prompt; the new turn replaces the old one."""
-        if not text.strip():
-            raise SessionError("the message is empty")
-        return self.send(text, replace_last=True)
+    def __init__(
+        self,
+        lock: asyncio.Lock,
+        log: ConversationLog,
+        store: Store,
+        summaries: BackgroundSummary,
+        lifecycle: ConversationLifecycle,
+        link: ModelLink,
+        after_restore: Callable[[Sequence[StoredTurn]], None],
+    ) -> None:
+        self.lock = lock
+        self.log = log
+        self.store = store
+        self.summaries = summaries
+        self.lifecycle = lifecycle
+        self.link = link
+        self.after_restore = after_restore
+        self._replaced_log: list[StoredTurn] | None = None
+        self._images: TurnAttachments | None = None  # the last turn's: what it knows about images
 
     async def history(self) -> list[HistoryEntry]:
         """The conversation as the chat view shows it: replaced turns left out."""
@@ -89,25 +80,25 @@ class ConversationEdits:
         """Raise AttachmentError for a `@path` that cannot be sent (the UI asks
         before clearing the prompt; the turn checks again, with what is known
         about images)."""
-        known = self._images
-        if known is not None and (known.base_url, known.model) != (self.base_url, self.model):
+        known, link = self._images, self.link
+        if known is not None and (known.base_url, known.model) != (link.base_url, link.model):
             known = None
         prepare(
             text,
             cwd=Path.cwd(),
-            context_tokens=self.capabilities.ceiling_and_reserve()[0],
-            tokens_for=self.estimate_tokens,
+            context_tokens=self.link.context_tokens(),
+            tokens_for=self.link.estimate_tokens,
             images=known.known if known else None,
             images_refused=known.refused if known else "",
         )
 
-    async def _before_turn(self, text: str, replace_last: bool) -> tuple[str, TurnAttachments]:
+    async def before_turn(self, text: str, replace_last: bool) -> tuple[str, TurnAttachments]:
         """Inside the locks, before a turn: take the replaced turn out of the
         working set, expand `@path` mentions (a regenerate sends the stored
         prompt as it was sent, its images read again by reference)."""
-        repo = ImageSupportRepo(self.store.db)
-        known = await repo.get(self.base_url, self.model)
-        extras = TurnAttachments(repo, self.base_url, self.model)
+        repo, base_url, model = ImageSupportRepo(self.store.db), self.link.base_url, self.link.model
+        known = await repo.get(base_url, model)
+        extras = TurnAttachments(repo, base_url, model)
         if known is not None:
             extras.known, extras.refused = known
         self._images = extras
@@ -121,14 +112,14 @@ class ConversationEdits:
                 prepared = prepare(
                     text,
                     cwd=Path.cwd(),
-                    context_tokens=self.capabilities.ceiling_and_reserve()[0],
-                    tokens_for=self.estimate_tokens,
+                    context_tokens=self.link.context_tokens(),
+                    tokens_for=self.link.estimate_tokens,
                     images=extras.known,
                     images_refused=extras.refused,
                 )
                 text, refs, extras.image_parts = prepared.text, prepared.refs, prepared.image_parts
         except SessionError:
-            self._end_replacement()
+            self.end_replacement()
             raise
         extras.image_tokens = len(extras.image_parts) * IMAGE_TOKENS_ESTIMATE
         self.log.attachments = refs
@@ -151,7 +142,7 @@ class ConversationEdits:
             return text, []
         return last.user, list(last.attachments)
 
-    def _end_replacement(self) -> None:
+    def end_replacement(self) -> None:
         """After the turn: if the new turn was not stored, the old one is still
         the conversation's, so the working set gets it back."""
         stored, self._replaced_log = self._replaced_log, None
@@ -163,15 +154,10 @@ class ConversationEdits:
     def _restore(self, stored: list[StoredTurn], excluded: set[int]) -> None:
         """The working set a fresh session restores from `stored` without the
         `excluded` turns (synchronous: it also runs when a turn is closed)."""
-        self.provider.restore_turns(conversation_turns_from_log(stored, excluded))
-        settings = getattr(self, "_stored", None)  # a system prompt changed since (settings)
-        if (
-            settings is not None
-            and settings.anchor_shift
-            and anchor_is_before(live_rows(stored, excluded), settings.shift_after)
-        ):
-            shift_anchor(self.provider, settings.anchor_shift)
-        self.log.track_resident(stored, self.provider.resident_turns(), excluded)
+        provider = self.link.provider
+        provider.restore_turns(conversation_turns_from_log(stored, excluded))
+        self.after_restore(live_rows(stored, excluded))  # a system prompt changed since
+        self.log.track_resident(stored, provider.resident_turns(), excluded)
 
     async def fork(self, at: int | None = None) -> Conversation:
         """Fork at turn `at` (1 = the first turn shown; None = the last) into a
@@ -180,7 +166,7 @@ class ConversationEdits:
             source = self.log.conversation
             if source is None:
                 raise SessionError("nothing to fork yet: this conversation has no turns")
-            async with self._writer():
+            async with self.lifecycle.writer():
                 stored = await self.log.history()
                 turns = [t for t in live_rows(stored) if t.kind == "turn"]
                 if not turns:
@@ -193,5 +179,5 @@ class ConversationEdits:
                 target = turns[-1 if at is None else at - 1]
                 current = await self.store.conversations.get(source.id) or source
                 fork = await fork_conversation(self.store.db, current, stored, target.id)
-            await self._load(fork)
+            await self.lifecycle.load(fork)
         return fork

@@ -17,11 +17,11 @@ prompt already.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from newt.agent.errors import SessionError
+from newt.agent.model_link import ModelLink
 from newt.backend.models import ModelListUnavailable, list_models
 from newt.chat_settings import (
     ChatSettings,
@@ -32,6 +32,7 @@ from newt.chat_settings import (
 )
 from newt.config import Config
 from newt.memory import MemoryProvider
+from newt.memory.capabilities import Anchored
 from newt.resources import asset_text
 from newt.store import Conversation, Store, StoredSettings, StoredTurn
 
@@ -84,32 +85,41 @@ def anchor_is_before(log: Sequence[StoredTurn], shift_after: int | None) -> bool
 
 
 class SettingsControls:
-    """Mixed into ChatSession: the settings of the conversation it holds."""
+    """The settings of the conversation the session holds (ChatSession owns one).
 
-    config: Config
-    store: Store
-    lock: asyncio.Lock
-    provider: MemoryProvider
-    model: str
-    base_url: str
-    estimate_tokens: Callable[[str], int]
+    Handed the store, the lock, the model link (the provider to re-anchor, the
+    model, its estimate) and callbacks for what the session owns: the
+    conversation, switching model, and incognito, which a preset may turn on."""
 
-    @property
-    def conversation(self) -> Conversation | None:
-        raise NotImplementedError
-
-    async def set_model(self, model: str) -> None:
-        raise NotImplementedError
-
-    def _init_settings(self) -> None:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        lock: asyncio.Lock,
+        link: ModelLink,
+        *,
+        conversation: Callable[[], Conversation | None],
+        switch_model: Callable[[str], Awaitable[None]],
+        incognito: Callable[[], bool],
+        keep_out: Callable[[], Awaitable[object]],
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.lock = lock
+        self.link = link
+        self.conversation = conversation
+        self.switch_model = switch_model
+        self.incognito = incognito
+        self.keep_out = keep_out
         self.default_settings = ChatSettings()
         """What a new conversation starts with (`newt --preset` sets it)."""
-        self._stored = StoredSettings()
-        self._settings_unsaved = False
+        self.stored = StoredSettings()
+        """This conversation's settings and the anchor shift they owe."""
+        self._unsaved = False
 
     @property
     def settings(self) -> ChatSettings:
-        return self._stored.settings
+        return self.stored.settings
 
     @property
     def presets(self) -> dict[str, Preset]:
@@ -126,24 +136,30 @@ class SettingsControls:
 
     # -- the conversation's life -------------------------------------------
 
-    def _settings_for_new(self) -> None:
-        self._stored = StoredSettings(self.default_settings)
-        self._settings_unsaved = not self.default_settings.is_default
+    def for_new(self) -> None:
+        self.stored = StoredSettings(self.default_settings)
+        self._unsaved = not self.default_settings.is_default
 
-    async def _settings_for_loaded(self, conv: Conversation, log: Sequence[StoredTurn]) -> None:
+    async def for_loaded(self, conv: Conversation, log: Sequence[StoredTurn]) -> None:
         """After a restore: this conversation's settings, and the anchor shift
         a system prompt changed after its last measured turn still owes."""
         stored = await self.store.settings.get(conv.id)
-        self._stored = stored or StoredSettings()
-        self._settings_unsaved = False
-        if stored and stored.anchor_shift and anchor_is_before(log, stored.shift_after):
-            shift_anchor(self.provider, stored.anchor_shift)
+        self.stored = stored or StoredSettings()
+        self._unsaved = False
+        self.reapply_anchor_shift(log)
 
-    async def _save_new_settings(self) -> None:
+    def reapply_anchor_shift(self, log: Sequence[StoredTurn]) -> None:
+        """A working set restored from `log` gets the shift its anchor still owes."""
+        stored = self.stored
+        if stored.anchor_shift and anchor_is_before(log, stored.shift_after):
+            shift_anchor(self.link.provider, stored.anchor_shift)
+
+    async def save_new(self) -> None:
         """The first turn created the conversation: store what was set before it."""
-        if self._settings_unsaved and self.conversation is not None:
-            await self.store.settings.put(self.conversation.id, self._stored)
-            self._settings_unsaved = False
+        conv = self.conversation()
+        if self._unsaved and conv is not None:
+            await self.store.settings.put(conv.id, self.stored)
+            self._unsaved = False
 
     # -- changing them -----------------------------------------------------
 
@@ -154,24 +170,29 @@ class SettingsControls:
 
     async def _update_settings(self, settings: ChatSettings) -> None:
         old_prompt = self.system_prompt
-        stored = StoredSettings(settings, self._stored.anchor_shift, self._stored.shift_after)
+        stored = StoredSettings(settings, self.stored.anchor_shift, self.stored.shift_after)
         new_prompt = effective_system_prompt(settings)
-        if new_prompt != old_prompt and getattr(self.provider, "last_reported", None) is not None:
-            compose = getattr(self.provider, "compose_system_prompt", lambda text: text)
-            shift = self.estimate_tokens(compose(new_prompt)) - self.estimate_tokens(
-                compose(old_prompt)
-            )
-            shift_anchor(self.provider, shift)
-            conv = self.conversation
+        provider = self.link.provider
+        if (
+            new_prompt != old_prompt
+            and isinstance(provider, Anchored)
+            and provider.last_reported is not None
+        ):
+            compose = provider.compose_system_prompt
+            tokens_for = self.link.estimate_tokens
+            shift = tokens_for(compose(new_prompt)) - tokens_for(compose(old_prompt))
+            provider.shift_anchor(shift)
+            conv = self.conversation()
             newest = (await self.store.turns.shape(conv.id))[1] if conv is not None else None
             if stored.shift_after != newest:  # a turn measured since: start afresh
                 stored.anchor_shift, stored.shift_after = 0, newest
             stored.anchor_shift += shift
-        self._stored = stored
-        if self.conversation is None:
-            self._settings_unsaved = True
+        self.stored = stored
+        conv = self.conversation()
+        if conv is None:
+            self._unsaved = True
         else:
-            await self.store.settings.put(self.conversation.id, stored)
+            await self.store.settings.put(conv.id, stored)
 
     def find_preset(self, name: str) -> Preset:
         preset = self.presets.get(name.strip())
@@ -189,15 +210,13 @@ class SettingsControls:
         conversation goes, and /new keeps it on): the user chose it in the config,
         so applying it never leaves a trace in memory; it never turns it off."""
         preset = self.find_preset(name)
-        if switch_model and preset.model and preset.model != self.model:
-            await self.set_model(preset.model)
+        if switch_model and preset.model and preset.model != self.link.model:
+            await self.switch_model(preset.model)
         await self.update_settings(preset.settings)
         if for_new:
             self.default_settings = preset.settings
-        if preset.incognito and not getattr(self, "incognito", False):
-            set_incognito = getattr(self, "set_incognito", None)
-            if set_incognito is not None:
-                await set_incognito(True)
+        if preset.incognito and not self.incognito():
+            await self.keep_out()
         return preset
 
     # -- the backend's models ---------------------------------------------
@@ -205,21 +224,22 @@ class SettingsControls:
     async def list_models(self) -> list[ModelChoice]:
         """What the backend serves, with the context window where the list or
         the capability cache knows it. Raises ModelsUnavailable."""
+        base_url, model = self.link.base_url, self.link.model
         try:
-            listing = await list_models(self.base_url, self.config.api_key)
+            listing = await list_models(base_url, self.config.api_key)
         except ModelListUnavailable as exc:
             raise ModelsUnavailable(exc.message) from None
         choices: list[ModelChoice] = []
         for served in listing.models:
             window = served.context_window
             if window is None:
-                cap = await self.store.capabilities.get(self.base_url, served.id)
+                cap = await self.store.capabilities.get(base_url, served.id)
                 window = cap.context_window if cap else None
-            choices.append(ModelChoice(served.id, window, served.detail, served.id == self.model))
+            choices.append(ModelChoice(served.id, window, served.detail, served.id == model))
         return choices
 
 
-def shift_anchor(provider: Any, tokens: int) -> None:
-    shift = getattr(provider, "shift_anchor", None)
-    if shift is not None:
-        shift(tokens)
+def shift_anchor(provider: MemoryProvider, tokens: int) -> None:
+    """Shift a provider's anchor (one anchored on the backend's reported size)."""
+    if isinstance(provider, Anchored):
+        provider.shift_anchor(tokens)

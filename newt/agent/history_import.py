@@ -15,10 +15,12 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from newt.importing import ImportFormatError, ImportSummary, import_conversations, read_source
 from newt.importing.model import Item
 from newt.importing.sources import SQLITE_APPS, default_path
+from newt.recall.parts import RecallParts
 from newt.store import Store
 
 ImportProgress = Callable[[int, int, int], None]
@@ -31,6 +33,7 @@ __all__ = [
     "ImportFormatError",
     "ImportProgress",
     "ImportReport",
+    "ImportTarget",
     "found_databases",
     "import_history",
 ]
@@ -57,6 +60,18 @@ class ImportReport:
         return self.summary.report(self.source)
 
 
+@runtime_checkable
+class ImportTarget(Protocol):
+    """What an import needs of the session (a ChatSession has it; the UI's
+    scripted sessions may not): the store it writes to, and the recall parts
+    that embed what it wrote."""
+
+    @property
+    def store(self) -> Store: ...
+    @property
+    def recall_parts(self) -> RecallParts: ...
+
+
 def found_databases() -> list[FoundDatabase]:
     """The apps' databases that exist where each app keeps it (env variables honoured)."""
     found = []
@@ -79,12 +94,12 @@ async def import_history(
     source: str | None = None,
     progress: ImportProgress | None = None,
 ) -> ImportReport:
-    """Import `path` into `session`'s store (it must be a ChatSession's: one with a
-    `store`); the screen stays live: the file is parsed in a thread and the writer
-    yields between conversations."""
-    store = getattr(session, "store", None)
-    if not isinstance(store, Store):
+    """Import `path` into `session`'s store (it must be an ImportTarget, as a
+    ChatSession is); the screen stays live: the file is parsed in a thread and the
+    writer yields between conversations."""
+    if not isinstance(session, ImportTarget):
         raise ImportFormatError(path, "this session has no store to import into")
+    store = session.store
     name, items = await asyncio.to_thread(_read_all, path, source)
     total = len(items)
 
@@ -93,8 +108,6 @@ async def import_history(
             progress(done, total, turns)
 
     summary = await import_conversations(store, items, progress=step)
-    parts = getattr(session, "recall_parts", None)
-    stored = getattr(parts, "stored", None)
-    if summary.imported and callable(stored):
-        stored()  # embed the imported turns in the background, like any stored turn
+    if summary.imported:
+        session.recall_parts.stored()  # embedded in the background, like any stored turn
     return ImportReport(name, path, summary)

@@ -7,8 +7,11 @@ from newt.agent.tool_approval import Approver
 
 
 class McpControls:
-    mcp: McpTools
-    """Tools of the configured MCP servers (newt/mcp); started by the first turn."""
+    """ChatSession owns one, over the session's McpTools."""
+
+    def __init__(self, mcp: McpTools) -> None:
+        self.mcp = mcp
+        """Tools of the configured MCP servers (newt/mcp); started by the first turn."""
 
     def set_tool_approver(self, approver: Approver | None) -> None:
         """Who is asked before a tool with approve = "ask" runs (None: print mode)."""

@@ -27,6 +27,7 @@ from newt.agent.print_thinking import ThinkingPrinter, speed
 from newt.agent.session import ChatSession, MemoryStatus, dump_report
 from newt.config import Config
 from newt.files import write_private
+from newt.memory.capabilities import Summarizing
 from newt.store import Store
 from newt.text import StreamSanitizer, strip_terminal_escapes
 
@@ -73,7 +74,9 @@ async def run_print(
             # shell's prompt: a detached newt writes it (or, with a server that
             # dies with us, we wait for it here).
             out.flush()
-            if getattr(session.provider, "summary_pending", False) and session.conversation:
+            provider = session.provider
+            owed = isinstance(provider, Summarizing) and provider.summary_pending
+            if owed and session.conversation:
                 if detach_summary:
                     spawn_summary_writer(config, session.conversation.id)
                 else:

@@ -204,4 +204,4 @@ class McpManager:
                 server.fail(describe_failure(exc), lost=True)
                 server.wake.set()
             return McpResult(f"error: {describe_failure(exc)}", error=True)
-        return McpResult(result_text(result), error=bool(getattr(result, "is_error", False)))
+        return McpResult(result_text(result), error=bool(result.is_error))

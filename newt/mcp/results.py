@@ -9,35 +9,38 @@ window (newt.agent.tools.cap_result), once, with one note.
 from __future__ import annotations
 
 import json
-from typing import Any
+
+from mcp.types import (
+    AudioContent,
+    CallToolResult,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
 
 
-def _placeholder(block: Any) -> str:
-    kind = getattr(block, "type", type(block).__name__)
-    if kind == "text":
-        return str(getattr(block, "text", ""))
-    if kind in ("image", "audio"):
-        data = getattr(block, "data", "") or ""
-        size = len(data) * 3 // 4  # base64
-        mime = getattr(block, "mime_type", "") or kind
-        return f"[{kind} omitted: {mime}, about {size} bytes]"
-    if kind == "resource":
-        resource = getattr(block, "resource", None)
-        uri = str(getattr(resource, "uri", ""))
-        text = getattr(resource, "text", None)
-        if isinstance(text, str):
-            return f"[resource {uri}]\n{text}"
-        mime = getattr(resource, "mime_type", None) or "binary"
-        return f"[resource omitted: {uri}, {mime}]"
-    if kind == "resource_link":
-        return f"[resource link: {getattr(block, 'uri', '')} {getattr(block, 'name', '')}]".strip()
-    return f"[{kind} content omitted]"
+def _placeholder(block: ContentBlock) -> str:
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ImageContent | AudioContent):
+        size = len(block.data or "") * 3 // 4  # base64
+        return f"[{block.type} omitted: {block.mime_type or block.type}, about {size} bytes]"
+    if isinstance(block, EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, TextResourceContents):
+            return f"[resource {resource.uri}]\n{resource.text}"
+        return f"[resource omitted: {resource.uri}, {resource.mime_type or 'binary'}]"
+    if isinstance(block, ResourceLink):
+        return f"[resource link: {block.uri} {block.name}]".strip()
+    return f"[{type(block).__name__} content omitted]"  # a kind newer than this SDK
 
 
-def result_text(result: Any) -> str:
+def result_text(result: CallToolResult) -> str:
     """All content of a CallToolResult as text; non-text blocks become placeholders."""
-    parts = [_placeholder(block) for block in getattr(result, "content", None) or []]
-    structured = getattr(result, "structured_content", None)
-    if not parts and structured is not None:
-        parts.append(json.dumps(structured, ensure_ascii=False))
+    parts = [_placeholder(block) for block in result.content]
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     return "\n".join(p for p in parts if p) or "(the tool returned nothing)"

@@ -23,7 +23,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from textual import work
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 
@@ -32,8 +32,9 @@ from newt.ui.command_palette import SlashCommandProvider
 from newt.ui.errors import describe
 from newt.ui.screens.chat import ChatScreen
 from newt.ui.screens.status import ConnectingScreen, ErrorScreen
-from newt.ui.session_api import SessionLike
+from newt.ui.session_api import SessionFace, SessionLike
 from newt.ui.starting_session import StartingSession
+from newt.ui.widgets.chat_log import ChatLog
 
 if TYPE_CHECKING:
     from newt.agent.local_switch import ManagedLocal
@@ -46,7 +47,7 @@ CLOSE_TIMEOUT = 5.0
 
 
 # What the first frame leaves out and the first turn needs.
-AGENT_MODULES = ("newt.agent.session", "newt.agent.views", "newt.ui.screens.turn_stream")
+AGENT_MODULES = ("newt.agent.session", "newt.agent.views", "newt.ui.screens.chat_turn")
 
 
 def _import_all(names: tuple[str, ...]) -> None:
@@ -117,8 +118,9 @@ class NewtApp(App[None]):
             self.notify(f"Unknown theme {theme!r} in [ui] theme; using the default.", markup=False)
         if self.config.backend.base_url:
             # The prompt is usable at once; the session opens behind it.
-            stand_in = cast(SessionLike, StartingSession(self.config))
-            self._early_chat = ChatScreen(stand_in, ready=False)
+            # what the screen draws from; the rest waits for attach() (starting_session.py)
+            stand_in: SessionFace = StartingSession(self.config)
+            self._early_chat = ChatScreen(cast(SessionLike, stand_in), ready=False)
             self.push_screen(self._early_chat)
         else:
             self.push_screen(ConnectingScreen("Starting…"))
@@ -278,9 +280,8 @@ class NewtApp(App[None]):
         """Called once the chat screen is painted and again after the Markdown
         warm-up (ChatLog): the session's background work (the capability probe)
         may start, and what exists now lives as long as the app."""
-        start = getattr(self.session, "start_background_work", None)
-        if callable(start):
-            start()
+        if self.session is not None:  # the warm-up may come before the session opened
+            self.session.start_background_work()
             self.run_worker(self._meter_after_probe(), group="probe-meter", exit_on_error=False)
         if self._freeze_startup_heap:
             freeze_startup_heap()
@@ -289,14 +290,16 @@ class NewtApp(App[None]):
         """Redraw the status bar once the background probe has landed: a window it
         found replaces the cached or default one, and the bar must not go on
         showing the old budget until the first reply (issue 25)."""
-        probed = getattr(self.session, "probed", None)
-        if not callable(probed):
+        if self.session is None:
             return
         with contextlib.suppress(Exception):
-            await probed()
-        refresh = getattr(self.screen, "refresh_meter", None)
-        if callable(refresh):
-            refresh()
+            await self.session.probed()
+        if isinstance(self.screen, ChatScreen):
+            self.screen.refresh_meter()
+
+    @on(ChatLog.WarmedUp)
+    def _log_warmed_up(self) -> None:
+        self.startup_settled()  # e.g. the startup heap leaves GC now
 
     # -- shutdown -----------------------------------------------------------------
 

@@ -12,7 +12,7 @@ backend's /model; this is the managed server's.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from newt.config import default_config_path, save_local_choice
 from newt.ui.format import tokens
@@ -26,10 +26,16 @@ if TYPE_CHECKING:
 PICKER_TITLE = "Local models (newt restarts its llama-server with the one you pick)"
 
 
+class RunsLocal(Protocol):
+    """What /model asks of the app the chat screen runs in (NewtApp)."""
+
+    local: ManagedLocal | None
+
+
 def managed(screen: CommandHost) -> ManagedLocal | None:
     """The managed llama-server of this app, or None when newt talks to another server."""
-    local: ManagedLocal | None = getattr(screen.app, "local", None)
-    return local
+    app: RunsLocal = screen.app
+    return app.local
 
 
 async def local_choices(local: ManagedLocal) -> list[PickerChoice]:
@@ -53,7 +59,7 @@ async def switch_local(screen: CommandHost, session: SessionLike, name: str) -> 
             screen.feedback(f"{title} is not downloaded yet: {hint}.", "warning")
             return True
         return False
-    if getattr(screen, "busy", False):
+    if screen.busy:
         screen.feedback("/model waits until the reply finishes (Esc stops it).", "warning")
         return True
     if local.is_running(model):

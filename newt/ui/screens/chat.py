@@ -1,8 +1,8 @@
 """The chat screen: log, prompt, evidence sidebar, footer with the token meter.
 
-One user turn runs in an exclusive async worker that consumes
-`session.send(text)`; cancelling the worker (Esc) lets the session keep the
-partial reply as interrupted. Slash commands live in `chat_commands.py`
+One user turn runs in an exclusive async worker (`chat_turn.py` shows it) that
+consumes `session.send(text)`; cancelling the worker (Esc) lets the session keep
+the partial reply as interrupted. Slash commands live in `chat_commands.py`
 and reach the screen through the CommandHost protocol it implements; both the
 prompt and the command palette go through `run_command`.
 """
@@ -10,9 +10,8 @@ prompt and the command palette go through `run_command`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -25,28 +24,15 @@ from textual.worker import Worker, WorkerState
 
 from newt.ui.commands import BY_NAME, ParsedCommand, SlashCommand, parse
 from newt.ui.errors import describe
-from newt.ui.format import clean
 from newt.ui.screens.chat_commands import ChatCommands
 from newt.ui.screens.mcp_approval import ask_approval
 from newt.ui.session_api import SessionLike
 from newt.ui.widgets.chat_log import ChatLog
-from newt.ui.widgets.entries import (
-    AssistantEntry,
-    CompactionEntry,
-    ErrorEntry,
-    NoticeEntry,
-    ToolCall,
-    UserEntry,
-    compaction_summary,
-)
+from newt.ui.widgets.entries import NoticeEntry, UserEntry
 from newt.ui.widgets.evidence import EvidenceSidebar
-from newt.ui.widgets.messages import AssistantMessage, ErrorMessage, MessageFork
+from newt.ui.widgets.messages import ErrorMessage, MessageFork
 from newt.ui.widgets.prompt import PromptBar
 from newt.ui.widgets.token_meter import TokenMeter
-
-if TYPE_CHECKING:
-    from newt.agent.events import TurnError
-    from newt.ui.screens.turn_stream import Outcome
 
 WIDE = 120  # the evidence sidebar shows by default from this many columns
 
@@ -144,9 +130,8 @@ class ChatScreen(Screen[None]):
             self.load_conversation()
 
     def _show_session(self) -> None:
-        set_approver = getattr(self.session, "set_tool_approver", None)
-        if set_approver is not None:  # MCP tools with approve = "ask" ask here
-            set_approver(partial(ask_approval, self.app))
+        # MCP tools with approve = "ask" ask here
+        self.session.set_tool_approver(partial(ask_approval, self.app))
         self.refresh_header()
         self.refresh_meter()
         self.sidebar.show(self.session.last_retention)
@@ -176,9 +161,8 @@ class ChatScreen(Screen[None]):
 
             title = make_title(first.text) if first else ""
         self.title = title or "new conversation"
-        # the stand-in session while starting has no such flag: not incognito
-        incognito = getattr(self.session, "incognito", False) is True
-        self.sub_title = (self.session.model or "no model") + (" · incognito" if incognito else "")
+        incognito = " · incognito" if self.session.incognito else ""
+        self.sub_title = (self.session.model or "no model") + incognito
 
     def refresh_meter(self) -> None:
         try:
@@ -187,7 +171,8 @@ class ChatScreen(Screen[None]):
             return
         self.query_one(TokenMeter).set_usage(int(status.used), int(status.budget))
 
-    def _set_busy(self, busy: bool) -> None:
+    def set_busy(self, busy: bool) -> None:
+        """A turn is running: Esc stops it, and a second one waits."""
         self.busy = busy
         # on the prompt bar, not the screen: a class on the screen restyles every
         # widget of the log (measured ~60 ms of CPU per turn on a long reply)
@@ -242,16 +227,15 @@ class ChatScreen(Screen[None]):
         if self.busy:
             self.notify("A reply is still streaming — press Esc to stop it.", severity="warning")
             return False
-        self._set_busy(True)  # before the worker starts, so a fast second Enter is refused
+        self.set_busy(True)  # before the worker starts, so a fast second Enter is refused
         self._turn(text, mode)
         return True
 
     def _attachments_ok(self, text: str) -> bool:
         """Check `@path` attachments before anything is sent or the bar is cleared."""
-        check = getattr(self.session, "check_attachments", None)
-        try:
-            if check is not None and "@" in text:
-                check(text)
+        try:  # the session checks them once open (a turn sent before waits for it)
+            if self.ready and "@" in text:
+                self.session.check_attachments(text)
         except Exception as exc:
             self.notify(describe(exc), title="Not sent", severity="error", markup=False)
             return False
@@ -288,118 +272,9 @@ class ChatScreen(Screen[None]):
         await self._ready.wait()  # sent while the session was still opening
         # Imported here, once the app has imported the agent: the first frame
         # does not need the agent's events.
-        from newt.agent.events import TurnError
-        from newt.ui.screens.turn_modes import turn_events
-        from newt.ui.screens.turn_stream import END, Outcome, coalesce, pump
+        from newt.ui.screens.chat_turn import run_turn
 
-        log = self.log_view
-        outcome = Outcome()
-        view: AssistantMessage | None = None
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        pumping: asyncio.Task[None] | None = None
-        try:
-            if mode is not None:
-                await log.drop_last_turn()  # the history reloads when the new one is stored
-            await log.append(UserEntry(text))
-            view = cast(AssistantMessage, await log.append(AssistantEntry()))
-            pumping = asyncio.create_task(pump(turn_events(self.session, text, mode), queue))
-            while True:
-                item = await queue.get()
-                if item is END:
-                    break
-                if isinstance(item, Exception):
-                    raise item
-                # Deltas that queued up while we rendered go out as one write.
-                items = [item]
-                while not queue.empty():
-                    items.append(queue.get_nowait())
-                for event in coalesce(items):
-                    if event is END:
-                        queue.put_nowait(END)
-                        break
-                    if isinstance(event, Exception):
-                        raise event
-                    await self._handle_event(view, event, outcome)
-            if outcome.error is not None:
-                outcome.status = "failed"
-            await view.finish(
-                outcome.status,
-                None if outcome.error else outcome.reply,
-                thinking=outcome.thinking,
-                stats=outcome.stats,
-            )
-        except asyncio.CancelledError:
-            if view is not None:
-                await view.finish("interrupted")
-            self.notify("Stopped. The partial reply is kept.", timeout=3)
-            raise
-        except Exception as exc:
-            if view is not None:
-                await view.finish("failed")
-            outcome.error = TurnError(describe(exc), retryable=True, kind=type(exc).__name__)
-        finally:
-            if pumping is not None and not pumping.done():
-                # Cancelling the pump delivers the cancellation inside the
-                # session's generator, which then keeps the partial reply.
-                pumping.cancel()
-                with contextlib.suppress(BaseException):
-                    await pumping
-            self._set_busy(False)
-            self.refresh_header()
-            self.refresh_meter()
-            if mode is not None:
-                self.load_conversation()  # shows what is now the conversation
-        await self._after_turn(text if mode != "regenerate" else "", view, outcome)
-
-    async def _handle_event(self, view: AssistantMessage, event: Any, outcome: Outcome) -> None:
-        from newt.agent import events as ev  # loaded with the agent; one lookup per event
-
-        if isinstance(event, ev.TextDelta):
-            await view.write(clean(event.text))
-        elif isinstance(event, ev.ThinkingDelta):
-            view.write_thinking(clean(event.text))
-        elif isinstance(event, ev.ToolCallStarted):
-            await view.start_tool(ToolCall(event.call_id, event.name, event.arguments))
-        elif isinstance(event, ev.ToolCallFinished):
-            view.finish_tool(event.call_id, event.result, event.error)
-        elif isinstance(event, ev.UsageReported):
-            self.refresh_meter()
-        elif isinstance(event, ev.RetainedEvidence):
-            self.sidebar.show(event.report)
-        elif isinstance(event, ev.Compacted):
-            outcome.compactions.append(event)
-        elif isinstance(event, ev.Notice):
-            self.notify(clean(event.message), title="newt", markup=False)
-        elif isinstance(event, ev.TurnError):
-            outcome.error = event
-        elif isinstance(event, ev.TurnDone):
-            outcome.status, outcome.reply = event.status, clean(event.reply)
-            outcome.thinking, outcome.stats = clean(event.thinking), event.stats
-            self.refresh_header()  # the first message gave the conversation its title
-
-    async def _after_turn(self, text: str, view: AssistantMessage | None, outcome: Outcome) -> None:
-        log = self.log_view
-        if view is not None and not view.entry.parts and outcome.status == "failed":
-            await log.discard(view)
-        for compacted in outcome.compactions:
-            await log.append(
-                CompactionEntry(compaction_summary(compacted.record), compacted.resident_turns)
-            )
-        if outcome.compactions:
-            self.notify("Older turns were compacted into a summary.", timeout=4)
-        if outcome.error is not None:
-            self._turn_failed(text, outcome.error)
-
-    def _turn_failed(self, text: str, error: TurnError) -> None:
-        message = clean(error.message)
-        self.notify(message, title="The reply failed", severity="error", markup=False)
-        self.call_later(
-            self.log_view.append, ErrorEntry(message, text if error.retryable else None)
-        )
-        # The user's words are never lost: put them back if the prompt is free
-        # (a failed regenerate has none: the old turn stays).
-        if text and not self.prompt.text.strip():
-            self.prompt.set_text(text)
+        await run_turn(self, text, mode)
 
     def feedback(self, text: str, level: str = "feedback") -> None:
         self.call_later(self.log_view.append, NoticeEntry(text, level))

@@ -101,7 +101,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         elif name == "memory" and parsed.arg:
             self.open_memory_view(parsed.arg)
         elif name == "memory":
-            app.push_screen(MemoryScreen(self.session.memory_status()))
+            app.push_screen(MemoryScreen(self.session.memory_status(), screen.log_view.load_folds))
         elif name == "evidence":
             screen.toggle_sidebar()
         elif name == "thinking":
@@ -137,13 +137,12 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         from newt.ui.screens.settings import SettingsScreen  # brings the agent's settings
 
         session = self.session
-        config = getattr(session, "config", None)
         form = SettingsScreen(
             session.settings,
             model=session.model,
             default_prompt=session.default_system_prompt,
-            server_cap=getattr(config, "server_reply_cap", None),
-            incognito=getattr(session, "incognito", None),
+            server_cap=session.config.server_reply_cap,
+            incognito=session.incognito,
         )
         self.screen.app.push_screen(form, lambda saved: self._settings_closed(form, saved))
         return True
@@ -225,15 +224,10 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         self.screen.refresh_meter()
 
     async def cmd_tools(self, arg: str) -> None:
-        report = getattr(self.session, "tools_report", None)
-        switch = getattr(self.session, "set_tool_enabled", None)
-        if report is None or switch is None:
-            self.screen.feedback("This session has no MCP tools.", "warning")
-            return
         verb, _, name = arg.partition(" ")
         name = name.strip()
         if verb in ("on", "off") and name:
-            if switch(name, verb == "on"):
+            if self.session.set_tool_enabled(name, verb == "on"):
                 self.screen.feedback(f"{name} is {verb} for this conversation.")
             else:
                 self.screen.feedback(
@@ -242,7 +236,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         elif arg:
             self.screen.feedback("Usage: /tools [on|off NAME]", "warning")
         else:
-            self.screen.feedback(report())
+            self.screen.feedback(self.session.tools_report())
 
     async def cmd_regenerate(self, arg: str) -> None:
         prompt = await self.session.last_prompt()  # says so when there is none
@@ -257,10 +251,8 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
             return
         conv = await self.session.fork(int(arg) if arg else None)
         loading = self.screen.load_conversation()
-        wait = getattr(loading, "wait", None)
-        if wait is not None:  # the notice goes below the fork's history, not under it
-            with contextlib.suppress(Exception):
-                await wait()
+        with contextlib.suppress(Exception):  # the notice goes below the fork's history
+            await loading.wait()
         at = f"turn {arg}" if arg else "the last turn"
         # in the log, not only a toast: the fork's history looks just like the original's
         self.screen.feedback(

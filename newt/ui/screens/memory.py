@@ -4,7 +4,7 @@ folds of the current conversation."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -18,6 +18,7 @@ from newt.ui.widgets.entries import fold_size
 from newt.ui.widgets.token_meter import bar
 
 if TYPE_CHECKING:
+    from newt.agent.memory_status import MemoryStatus
     from newt.agent.views import FoldView
 
 LoadFolds = Callable[[], Awaitable[Sequence["FoldView"] | None]]
@@ -31,7 +32,7 @@ SOURCES = {
 }
 
 
-def memory_rows(status: Any) -> list[tuple[str, str]]:
+def memory_rows(status: MemoryStatus) -> list[tuple[str, str]]:
     """(label, value) rows for a MemoryStatus; pure so tests can read them."""
     used, budget = int(status.used), int(status.budget)
     rows = [
@@ -60,9 +61,8 @@ def memory_rows(status: Any) -> list[tuple[str, str]]:
         ("notes", f"{status.notes_used:,}/{status.notes_limit:,} characters"),
         (
             "tools",
-            f"{tokens(getattr(status, 'tool_tokens', 0))} tokens of schemas per request"
-            f" · {getattr(status, 'tools_offered', 0)} tools"
-            f" ({getattr(status, 'mcp_tools', 0)} from MCP servers)",
+            f"{tokens(status.tool_tokens)} tokens of schemas per request"
+            f" · {status.tools_offered} tools ({status.mcp_tools} from MCP servers)",
         ),
     ]
     report = status.last_retention
@@ -80,12 +80,12 @@ def memory_rows(status: Any) -> list[tuple[str, str]]:
     return rows
 
 
-def conversation_tokens(status: Any) -> str:
+def conversation_tokens(status: MemoryStatus) -> str:
     """Prompt and completion tokens summed over the conversation's replies."""
-    replies = getattr(status, "total_replies", 0)
+    replies = status.total_replies
     if not replies:
         return "no replies yet"
-    estimated = getattr(status, "total_estimated", 0)
+    estimated = status.total_estimated
     text = (
         f"{tokens(status.total_prompt_tokens)} prompt + "
         f"{tokens(status.total_completion_tokens)} completion"
@@ -128,9 +128,9 @@ class MemoryScreen(ModalScreen[None]):
         Binding("escape,q,ctrl+g", "dismiss", "Close"),
     ]
 
-    def __init__(self, status: Any, folds: LoadFolds | None = None) -> None:
-        """`folds` reads the conversation's folds; by default from the app's
-        session's durable log (`history`)."""
+    def __init__(self, status: MemoryStatus, folds: LoadFolds) -> None:
+        """`folds` reads the conversation's folds (the chat log's `load_folds`,
+        from the session's durable log)."""
         super().__init__()
         self.status = status
         self._load_folds = folds
@@ -165,11 +165,4 @@ class MemoryScreen(ModalScreen[None]):
         self.query_one("#memory-folds", Static).update(Content("\n".join(fold_lines(self.folds))))
 
     async def _read_folds(self) -> Sequence[FoldView] | None:
-        if self._load_folds is not None:
-            return await self._load_folds()
-        history = getattr(getattr(self.app, "session", None), "history", None)
-        if history is None:
-            return []
-        from newt.agent.views import fold_views  # loaded with the agent (see format.clean)
-
-        return fold_views(await history())
+        return await self._load_folds()

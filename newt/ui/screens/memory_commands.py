@@ -65,10 +65,8 @@ class MemoryCommands:
             screen.refresh_meter()
             return
         loading = screen.load_conversation()
-        wait = getattr(loading, "wait", None)
-        if wait is not None:  # what is said next goes below the history, not under it
-            with contextlib.suppress(Exception):
-                await wait()
+        with contextlib.suppress(Exception):  # what is said next goes below the history
+            await loading.wait()
 
     async def after_forget(self, report: ForgetReport) -> None:
         """The memory view forgot something: the log shows what is left, and says what went."""

@@ -52,12 +52,11 @@ class ModelCommands:
             from newt.ui.screens.settings import SettingsScreen  # brings the agent's settings
 
             session = self.session
-            config = getattr(session, "config", None)
             screen = SettingsScreen(
                 session.settings,
                 model=session.model,
                 default_prompt=session.default_system_prompt,
-                server_cap=getattr(config, "server_reply_cap", None),
+                server_cap=session.config.server_reply_cap,
             )
             app.push_screen(screen, self._settings_saved)
         elif name == "preset":

@@ -22,10 +22,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from newt.agent.views import ConversationView as Conversation
 from newt.ui.errors import describe
 from newt.ui.format import ago, one_line
 from newt.ui.screens.confirm import AskScreen, ConfirmScreen
+from newt.ui.session_api import ListedConversation as Conversation
 
 Search = Callable[[str], Awaitable[Sequence[Conversation]]]
 Rename = Callable[[str, str], Awaitable[str]]
@@ -38,8 +38,7 @@ SEARCH_DELAY = 0.15  # debounce: one query per pause in typing, not per key
 def conversation_prompt(conv: Conversation, current: bool) -> Content:
     title = one_line(conv.title or "(untitled)", 60)
     mark = "● " if current else "  "
-    parent = getattr(conv, "parent_title", None)
-    forked = getattr(conv, "parent_id", None)
+    forked, parent = conv.parent_id, conv.parent_title
     fork = ("\n  ↳ fork of " + one_line(parent or forked[:8], 50), "$secondary") if forked else ""
     return Content.assemble(
         (mark, "$accent"),

@@ -3,13 +3,15 @@ regenerate of the last one, or an edit that replaces it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from newt.agent.events import AgentEvent
 from newt.ui.session_api import SessionLike
 
 
-def turn_events(session: SessionLike, text: str, mode: str | None) -> AsyncIterator[AgentEvent]:
+def turn_events(
+    session: SessionLike, text: str, mode: str | None
+) -> AsyncGenerator[AgentEvent, None]:
     if mode == "regenerate":
         return session.regenerate()
     if mode == "edit":

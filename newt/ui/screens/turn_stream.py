@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ class Outcome:
     stats: ReplyStats | None = None
 
 
-async def pump(events: AsyncIterator[AgentEvent], queue: asyncio.Queue[Any]) -> None:
+async def pump(events: AsyncGenerator[AgentEvent, None], queue: asyncio.Queue[Any]) -> None:
     """Move the session's events into a queue.
 
     The pump waits inside the session's generator (the queue is unbounded),
@@ -48,9 +48,7 @@ async def pump(events: AsyncIterator[AgentEvent], queue: asyncio.Queue[Any]) -> 
                 try:
                     await asyncio.sleep(0)
                 except asyncio.CancelledError:
-                    close = getattr(events, "aclose", None)
-                    if close is not None:
-                        await close()
+                    await events.aclose()
                     raise
                 started = time.monotonic()
     except Exception as exc:

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
 from newt.ui.widgets.entries import CompactionEntry, Entry, UserEntry
-from newt.ui.widgets.messages import FoldLine, widget_for
+from newt.ui.widgets.log_host import LogHost
+from newt.ui.widgets.messages import EntryWidget, FoldLine, widget_for
 from newt.ui.widgets.reply_parts import ThinkingBlock
 
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ INITIAL = 16  # entries mounted when a conversation opens: about a screenful, fa
 WARM_UP_AFTER = 1.0  # seconds after mounting (startup is done) to warm up the Markdown renderer
 
 
-class ChatLog(VerticalScroll, can_focus=True):
+class ChatLog(VerticalScroll, LogHost, can_focus=True):
     # The scrollbar's column is always kept: a reply that grows past the first
     # screenful would otherwise narrow every message by it, and each would
     # render its Markdown again at the new width in the middle of the stream.
@@ -42,6 +44,10 @@ class ChatLog(VerticalScroll, can_focus=True):
         scrollbar-gutter: stable;
     }
     """
+
+    class WarmedUp(Message):
+        """The Markdown renderer is warmed up (startup is over): NewtApp's
+        `startup_settled` runs again, and the startup heap leaves GC."""
 
     def __init__(self, *, id: str | None = None, history: History | None = None) -> None:
         """`history`: the conversation's durable log (the session's `history`),
@@ -71,9 +77,7 @@ class ChatLog(VerticalScroll, can_focus=True):
 
         options = self.app.console_options.update(highlight=False)
         await asyncio.to_thread(warm_up, self.app.console, options)
-        settled = getattr(self.app, "startup_settled", None)
-        if callable(settled):
-            settled()  # e.g. NewtApp freezes the startup heap out of GC now
+        self.post_message(self.WarmedUp())
 
     def toggle_thinking(self) -> bool:
         """Fold or unfold every thinking block; returns the new state."""
@@ -169,10 +173,9 @@ class ChatLog(VerticalScroll, can_focus=True):
             if widget is not None:
                 widget.show_fold()
 
-    async def discard(self, widget: Widget) -> None:
+    async def discard(self, widget: EntryWidget) -> None:
         """Drop a widget and its entry (e.g. an empty reply whose turn failed)."""
-        entry = getattr(widget, "entry", None)
-        self.entries = [e for e in self.entries if e is not entry]
+        self.entries = [e for e in self.entries if e is not widget.entry]
         await widget.remove()
 
     async def drop_last_turn(self) -> None:

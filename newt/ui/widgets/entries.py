@@ -157,7 +157,7 @@ def entries_from_history(turns: Sequence[HistoryEntry]) -> list[Entry]:
             if fold is None or fold.shown:
                 entries.append(CompactionEntry(clean(turn.summary), turn.resident_turns, fold))
             continue
-        attached = getattr(turn, "attached", None)
+        attached = turn.attached
         entries.append(UserEntry(turn.user + ("\n📎 " + ", ".join(attached) if attached else "")))
         parts: list[str | ToolCall] = [
             _tool_call(e, i) for i, e in enumerate(turn.tool_events) if isinstance(e, dict)

@@ -17,7 +17,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.message import Message
-from textual.widget import Widget
 from textual.widgets import Button, Collapsible, Static
 
 from newt.ui.format import clean, one_line
@@ -30,6 +29,7 @@ from newt.ui.widgets.entries import (
     ToolCall,
     UserEntry,
 )
+from newt.ui.widgets.log_host import LogHost
 from newt.ui.widgets.message_keys import MESSAGE_BINDINGS, MessageKeys
 from newt.ui.widgets.reply_parts import ThinkingBlock, footer_text
 
@@ -104,7 +104,8 @@ class FoldLine(MessageKeys, Static, can_focus=True):
     def action_open(self) -> None:
         from newt.ui.screens.record import FoldScreen  # brings the agent's views
 
-        load = getattr(self.parent, "load_folds", None)
+        log = self.parent  # the chat log: it reads the conversation's folds
+        load = log.load_folds if isinstance(log, LogHost) else None
         self.app.push_screen(FoldScreen(self.entry, load))
 
 
@@ -299,7 +300,11 @@ class AssistantMessage(MessageKeys, Vertical, can_focus=True):
         self._show_status()
 
 
-def widget_for(entry: Entry) -> Widget:
+EntryWidget = UserMessage | AssistantMessage | FoldLine | ErrorMessage | NoticeMessage
+"""The widget that shows one entry of the log (its `entry`)."""
+
+
+def widget_for(entry: Entry) -> EntryWidget:
     if isinstance(entry, UserEntry):
         return UserMessage(entry)
     if isinstance(entry, AssistantEntry):

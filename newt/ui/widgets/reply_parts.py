@@ -9,13 +9,17 @@ had to estimate carry `~`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import events
 from textual.content import Content
 from textual.widgets import Static
 
 from newt.ui.format import one_line, tokens
+from newt.ui.widgets.log_host import LogHost
+
+if TYPE_CHECKING:
+    from newt.agent.views import ReplyStats
 
 PREVIEW_WIDTH = 72
 
@@ -32,8 +36,8 @@ class ThinkingBlock(Static):
     def on_mount(self) -> None:
         # the log says whether blocks show unfolded (ctrl+t); rebuilt ones follow it
         for node in self.ancestors:
-            if isinstance(getattr(node, "thinking_expanded", None), bool):
-                self.expanded = node.thinking_expanded  # type: ignore[attr-defined]
+            if isinstance(node, LogHost):
+                self.expanded = node.thinking_expanded
                 break
         self._show()
 
@@ -74,7 +78,7 @@ class ThinkingBlock(Static):
         self.update(Content.assemble(*parts))
 
 
-def footer_text(stats: Any) -> str:
+def footer_text(stats: ReplyStats) -> str:
     """`1,234 prompt · 56 completion tokens · 23.4 tok/s`; `~` marks newt's estimates;
     a reply the backend cut at its length cap ends with "stopped at the length limit"."""
     mark = "~" if stats.estimated else ""
@@ -88,6 +92,6 @@ def footer_text(stats: Any) -> str:
         parts.append(f"{speed:.1f} tok/s")
     if stats.estimated:
         parts.append("estimated: the backend reported no usage")
-    if getattr(stats, "stopped_for_length", False):
+    if stats.stopped_for_length:
         parts.append("stopped at the length limit")
     return " · ".join(parts)

@@ -39,6 +39,7 @@ from textual.constants import MAX_FPS
 from textual.containers import Vertical
 from textual.widget import Widget
 
+from newt.ui.widgets.log_host import LogHost
 from newt.ui.widgets.markdown_blocks import Block, MarkdownBlocks
 from newt.ui.widgets.markdown_render import Line, render_blocks_async
 from newt.ui.widgets.rendered_lines import RenderedLines
@@ -120,9 +121,8 @@ class StreamingMarkdown(Vertical):
 
     def _scrolled_away(self) -> bool:
         for node in self.ancestors:
-            away = getattr(node, "scrolled_away", None)
-            if callable(away):
-                return bool(away())
+            if isinstance(node, LogHost):
+                return node.scrolled_away()
         return False
 
     async def _run(self) -> None:

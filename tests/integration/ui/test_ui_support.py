@@ -3,6 +3,8 @@
 Most UI tests drive the real app against the fake OpenAI server; this one is
 for what the real stack cannot produce on demand or deterministically (a
 particular retention report, a failing turn, a slow stream to cancel).
+FakeSession implements all of newt.ui.session_api.SessionLike (the UI calls
+every member without asking first; test_session_api_fit.py checks the fit).
 Holds no tests itself.
 """
 
@@ -10,12 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from newt.agent import events as ev
+from newt.agent.conversation_settings import ChatSettings, ModelChoice
+from newt.agent.memory_admin import ForgetReport, MemoryHit
+from newt.agent.memory_status import MemoryStatus
+from newt.agent.tool_approval import Approver
 from newt.agent.views import HistoryEntry, history_entries
+from newt.chat_settings import Preset
+from newt.config import Config
 from newt.recall import EvidenceCapsule, RetentionReport
 from newt.store import Conversation, MemoryRecord, StoredTurn
 
@@ -23,7 +31,7 @@ NOW = 1_700_000_000.0
 
 
 @dataclass
-class FakeStatus:
+class FakeStatus(MemoryStatus):
     provider: str = "token_budget"
     label: str = "tokens"
     used: int = 1234
@@ -86,6 +94,13 @@ class FakeSession:
     titles: dict[str, str] = field(default_factory=dict)
     closed: bool = False
     next_id: int = 1
+    config: Config = field(default_factory=Config)
+    incognito: bool = False
+    settings: ChatSettings = field(default_factory=ChatSettings)
+    presets: dict[str, Preset] = field(default_factory=dict)
+    default_system_prompt: str = "You are newt, a helpful assistant."
+    approver: Approver | None = None
+    started_background_work: int = 0
 
     def script(self, *steps: Step) -> None:
         self.steps.extend(steps)
@@ -106,7 +121,13 @@ class FakeSession:
         self.conversations[conv_id] = turns
         self.titles[conv_id] = title
 
-    async def send(self, text: str) -> AsyncIterator[ev.AgentEvent]:
+    def start_background_work(self) -> None:
+        self.started_background_work += 1
+
+    async def probed(self) -> None:
+        return None
+
+    async def send(self, text: str) -> AsyncGenerator[ev.AgentEvent, None]:
         self.sent.append(text)
         if self.conversation is None:
             conv_id = f"{self.next_id:032x}"
@@ -151,6 +172,46 @@ class FakeSession:
         usage = ev.UsageReported(100, 20)
         yield usage
         yield ev.TurnDone(turn.id, reply, "complete", usage)
+
+    def _drop_last_turn(self) -> str:
+        """Take the last turn off the conversation (regenerate, edit); its prompt."""
+        turns = self.conversations[self.conversation.id] if self.conversation else []
+        last = max((i for i, t in enumerate(turns) if t.kind == "turn"), default=None)
+        if last is None:
+            raise LookupError("nothing to regenerate yet")
+        prompt = turns[last].user
+        del turns[last:]
+        return prompt
+
+    def regenerate(self) -> AsyncGenerator[ev.AgentEvent, None]:
+        return self.send(self._drop_last_turn())
+
+    def edit_last(self, text: str) -> AsyncGenerator[ev.AgentEvent, None]:
+        self._drop_last_turn()
+        return self.send(text)
+
+    def check_attachments(self, text: str) -> None:
+        return None  # no files are read: every `@path` passes
+
+    async def last_prompt(self) -> str:
+        turns = self.conversations[self.conversation.id] if self.conversation else []
+        prompts = [t.user for t in turns if t.kind == "turn"]
+        if not prompts:
+            raise LookupError("nothing to regenerate yet")
+        return prompts[-1]
+
+    async def fork(self, at: int | None) -> Conversation:
+        if self.conversation is None:
+            raise LookupError("nothing to fork yet")
+        parent = self.conversation
+        turns = [t for t in self.conversations[parent.id] if t.kind == "turn"]
+        conv_id = f"{self.next_id:032x}"
+        self.next_id += 1
+        self.add_conversation(conv_id, parent.title, list(turns[: at or len(turns)]))
+        self.conversation = replace(
+            self._conv(conv_id), parent_id=parent.id, parent_title=parent.title
+        )
+        return self.conversation
 
     async def new_conversation(self) -> None:
         self.conversation = None
@@ -202,11 +263,79 @@ class FakeSession:
             return None
         return MemoryRecord(1, key, "turn", None, f"Full verbatim record {key}.", 0, NOW)
 
-    async def set_model(self, name: str) -> None:
-        self.model = name
+    async def set_model(self, model: str) -> None:
+        self.model = model
 
     async def export(self, fmt: str) -> str:
         return f"exported as {fmt}"
+
+    async def list_models(self) -> list[ModelChoice]:
+        return [ModelChoice(self.model, None, "", True)]
+
+    async def update_settings(self, settings: ChatSettings) -> None:
+        self.settings = settings
+
+    async def apply_preset(
+        self, name: str, *, for_new: bool = False, switch_model: bool = True
+    ) -> Preset:
+        preset = self.presets.get(name)
+        if preset is None:
+            raise LookupError(f"no preset named {name!r}")
+        self.settings = replace(preset.settings, preset=name)
+        if preset.model and switch_model:
+            self.model = preset.model
+        return preset
+
+    async def set_incognito(self, on: bool) -> ForgetReport | None:
+        self.incognito = on
+        return None
+
+    async def recall_preview(self, text: str) -> tuple[RetentionReport | None, str]:
+        return self.last_retention, ""
+
+    async def search_memory(self, query: str) -> list[MemoryHit]:
+        return []
+
+    async def memory_matching(self, query: str) -> list[MemoryHit]:
+        return []
+
+    async def forget(self, keys: list[str]) -> ForgetReport:
+        return ForgetReport()
+
+    async def forget_matching(self, query: str) -> ForgetReport:
+        return ForgetReport()
+
+    async def forget_everything(self) -> ForgetReport:
+        return ForgetReport()
+
+    async def delete_conversation(self, id_or_prefix: str) -> tuple[Conversation, ForgetReport]:
+        found = [c for c in self.conversations if c.startswith(id_or_prefix)]
+        if len(found) != 1:
+            raise LookupError(f"no conversation matches {id_or_prefix!r}")
+        conv = self._conv(found[0])
+        del self.conversations[found[0]]
+        if self.conversation is not None and self.conversation.id == found[0]:
+            self.conversation = None
+        return conv, ForgetReport(conversations=1)
+
+    async def rename_conversation(self, id_or_prefix: str, title: str) -> Conversation:
+        found = [c for c in self.conversations if c.startswith(id_or_prefix)]
+        if len(found) != 1:
+            raise LookupError(f"no conversation matches {id_or_prefix!r}")
+        self.titles[found[0]] = title
+        renamed = self._conv(found[0])
+        if self.conversation is not None and self.conversation.id == found[0]:
+            self.conversation = renamed
+        return renamed
+
+    def set_tool_approver(self, approver: Approver | None) -> None:
+        self.approver = approver
+
+    def tools_report(self) -> str:
+        return "No MCP servers configured."
+
+    def set_tool_enabled(self, name: str, enabled: bool) -> bool:
+        return False  # no server, no tool of that name
 
     async def close(self) -> None:
         self.closed = True

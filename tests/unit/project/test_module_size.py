@@ -11,10 +11,7 @@ ROOT = REPO
 MAX_LINES = 400
 # Still over the limit while others reshape them (issue 27). This list must
 # only shrink: remove a module the day it fits, never add one.
-ALLOWED = {
-    "newt/agent/session.py",
-    "newt/ui/screens/chat.py",
-}
+ALLOWED: set[str] = set()
 
 
 def line_counts() -> dict[str, int]:

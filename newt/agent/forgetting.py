@@ -1,0 +1,104 @@
+"""Forgetting, deleting and keeping out, as the session runs them (ChatSession owns one).
+
+`MemoryAdmin` (newt.agent.memory_admin) does the work on the store and the
+recall engine; this runs each change under the session lock, a summary in
+flight stopped first (it may quote what goes), and then reloads what the
+session holds (the notes, and the conversation's working set if the change
+touched it), so no later request carries what went. A deleted conversation
+leaves the session in a fresh one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from newt.agent.background_summary import BackgroundSummary
+from newt.agent.conversation_lifecycle import ConversationLifecycle
+from newt.agent.conversation_log import ConversationLog
+from newt.agent.errors import resolve_conversation
+from newt.agent.memory_admin import ForgetReport, MemoryAdmin
+from newt.memory.notes import NoteBook
+from newt.store import Conversation, Store
+from newt.store.forget import Forgotten
+
+Work = Callable[[], Awaitable[tuple[ForgetReport, Forgotten]]]
+
+
+class Forgetting:
+    def __init__(
+        self,
+        lock: asyncio.Lock,
+        store: Store,
+        log: ConversationLog,
+        summaries: BackgroundSummary,
+        admin: MemoryAdmin,
+        notes: Callable[[], NoteBook],
+        lifecycle: ConversationLifecycle,
+    ) -> None:
+        self.lock = lock
+        self.store = store
+        self.log = log
+        self.summaries = summaries
+        self.admin = admin
+        self.notes = notes
+        self.lifecycle = lifecycle
+
+    @property
+    def incognito(self) -> bool:
+        """This conversation (or the next one, before its first turn) is kept out of memory."""
+        conv = self.log.conversation
+        return conv.incognito if conv is not None else self.log.incognito
+
+    async def set_incognito(self, on: bool) -> ForgetReport | None:
+        """Keep this conversation out of memory (what was indexed of it goes)
+        or let memory hold it again from the next turn."""
+        async with self.lock:
+            conv = self.log.conversation
+            self.log.incognito = on  # and the conversations /new starts after it
+            if conv is None:
+                return None
+            if not on:
+                await self.admin.let_in(conv)
+                return None
+            await self.summaries.cancel()
+            report, _ = await self.admin.keep_out(conv)
+            return report
+
+    async def forget(self, keys: list[str]) -> ForgetReport:
+        """Forget these records everywhere (newt.agent.memory_admin)."""
+        return await self._forgetting(lambda: self.admin.forget(keys))
+
+    async def forget_matching(self, query: str) -> ForgetReport:
+        return await self._forgetting(lambda: self.admin.forget_matching(query))
+
+    async def forget_everything(self) -> ForgetReport:
+        return await self._forgetting(self.admin.forget_everything)
+
+    async def delete_conversation(self, id_or_prefix: str) -> tuple[Conversation, ForgetReport]:
+        """Delete a conversation (unique id prefix) and everything of it; the
+        open one is left for a fresh conversation."""
+        conv = await resolve_conversation(self.store, id_or_prefix)
+        report = await self._forgetting(lambda: self.admin.delete_conversation(conv))
+        return conv, report
+
+    async def _forgetting(self, work: Work) -> ForgetReport:
+        async with self.lock:
+            await self.summaries.cancel()  # a summary in flight may quote it
+            report, done = await work()
+            await self._after_forget(done.touched)
+        return report
+
+    async def _after_forget(self, touched: set[str]) -> None:
+        await self.notes().reload(self.store.notes)  # in place: the provider reads this book
+        self.lifecycle.last_retention = None
+        conv = self.log.conversation
+        if conv is None:
+            return
+        current = await self.store.conversations.get(conv.id)
+        if current is None:  # deleted: the session goes on in a fresh conversation
+            self.lifecycle.fresh()
+        elif conv.id in touched:
+            await self.lifecycle.reload(current)
+        else:
+            conv.title = current.title
