@@ -1,5 +1,5 @@
 """Record vectors in the same SQLite file (table `memory_vectors`, migration m006),
-and exact nearest-neighbour search over all of them with numpy.
+and exact nearest-neighbour search over all of them.
 
 A record is embedded in chunks (see embedder.chunks); each chunk's vector is
 L2-normalized and stored as a float32 blob, so cosine similarity is a dot
@@ -9,15 +9,17 @@ background queue does not offer it again.
 
 Search reads every vector of the space: they are held in memory as one matrix
 of 8-bit integers with a scale per row (384 bytes per 384-dimension chunk, a
-quarter of float32; cosines within about 0.01), loaded once and then extended
-by the rows stored since the last search. A query costs one matrix-vector
-product (in float32, a block of rows at a time: the scan reads a quarter of the
-bytes, which is what bounds it) and an argpartition; the few rows it picks are
-then read back from the database and scored exactly, so the cosines returned
-and their order are exact (benchmarks/vector_search.py measures it). Rows
-deleted since they were loaded (a record removed, or re-embedded after its
-content changed) are caught there too: any that went are dropped and the
-search runs again.
+quarter of float32), loaded once and then extended by the rows stored since
+the last search. The query is rounded to 8 bits too, and one pass of integer
+dot products (numkong's SIMD kernels, split between SCAN_THREADS threads, the
+GIL let go) gives every row an approximate cosine and a bound on its error:
+the norm of what the rounding left of the row, and of the query (Cauchy-Schwarz).
+The rows whose bound reaches the `limit`-th record's lower bound are read back
+from the database and scored exactly, so the records returned, their cosines
+and their order are those of exact brute force (benchmarks/vector_search.py
+measures it). Rows deleted since they were loaded (a record removed, or
+re-embedded after its content changed) are caught there too: any that went
+are dropped and the search runs again.
 """
 
 from __future__ import annotations
@@ -44,18 +46,18 @@ from newt.store.db import Database
 
 # Rows read per statement while loading; the event loop runs between two.
 LOAD_PAGE = 4096
-# Chunks ranked per requested record on the first try (a record has several,
-# and excluded records take places too); widened until enough records are found.
+# Rows ranked per requested record on the first try when finding the
+# `limit`-th record's lower bound (a record has several chunks, and excluded
+# records take places too); widened until enough records are found.
 CANDIDATES_PER_RECORD = 4
 # Dead rows tolerated (as a share of those held) before the matrix is compacted.
 DEAD_SHARE = 0.25
-# Rows converted to float32 and multiplied at a time: 768 KB, so the block is
-# still in the core's L2 cache when the product reads it back (4,096-row blocks,
-# 6 MB, made the whole scan take twice as long).
-BLOCK_ROWS = 512
 # Threads a scan is split between (each takes at least SPLIT_ROWS rows).
 SCAN_THREADS = min(2, os.cpu_count() or 1)
 SPLIT_ROWS = 32_768
+# Added to every row's error bound: float32 rounding of the approximate and
+# of the exact cosine (a 384-term float32 dot product is off by 2e-5 at most).
+ROUNDING = 1e-4
 
 
 def normalized(vector: Sequence[float]) -> list[float]:
@@ -86,6 +88,9 @@ class VectorIndex:
         self._dead = 0  # rows held whose database row is gone
         self._matrix: NDArray[np.int8] = np.zeros((0, 0), dtype=np.int8)
         self._scales: NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        # What the 8-bit rounding left of each row, as a norm (its error bound).
+        self._residuals: NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        self._longest = 0.0  # the largest norm of a held row (1.0 give or take)
         self._records: NDArray[np.int64] = np.zeros(0, dtype=np.int64)  # -1: dead
         self._rowids: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self._seen_rowid = 0
@@ -154,13 +159,14 @@ class VectorIndex:
     def held_bytes(self) -> int:
         """Memory the held vectors take (with their scales, record ids and rowids)."""
         rows = len(self._records)
-        return int(self._matrix.nbytes + rows * (4 + 8 + 8))
+        return int(self._matrix.nbytes + rows * (4 + 4 + 8 + 8))
 
     async def search(
         self, query: Sequence[float], limit: int, exclude: Collection[int] = ()
     ) -> list[tuple[int, float]]:
         """(record id, cosine) of the `limit` records nearest the query, nearest
-        first (ties: the newer record first); every stored vector is compared."""
+        first (ties: the newer record first); every stored vector is compared,
+        and the result is exact brute force's."""
         if limit <= 0:
             return []
         async with self._lock:
@@ -174,50 +180,77 @@ class VectorIndex:
             q /= norm
             # Off the event loop: aiosqlite's answers (the lexical ranking
             # running beside this search) are delivered meanwhile.
-            scores = await off_loop(_scores, self._matrix, self._scales, self._n, q)
+            low, high = await off_loop(
+                _bounds, self._matrix, self._scales, self._residuals, self._longest, self._n, q
+            )
             while True:
-                found = self._best(scores, limit, exclude)
-                exact, gone = await self._exact([row for row, _, _ in found], q)
+                rows = self._candidates(low, high, limit, exclude)
+                exact, gone = await self._exact(rows, q)
                 if not gone:
                     break
                 self._records[gone] = -1  # dropped rows never come back
                 self._dead += len(gone)
+            records = self._records[rows].tolist()
             if self._dead > DEAD_SHARE * self._n:
                 self._compact()
-        ranked = sorted(
-            ((exact[row], record_id) for row, record_id, _ in found), key=lambda x: (-x[0], -x[1])
-        )
-        return [(record_id, score) for score, record_id in ranked]
+        best: dict[int, float] = {}
+        for row, record_id in zip(rows.tolist(), records, strict=True):
+            score = exact[row]
+            if record_id not in best or score > best[record_id]:
+                best[record_id] = score
+        ranked = sorted(best.items(), key=lambda item: (-item[1], -item[0]))
+        return ranked[:limit]
 
-    def _best(
-        self, scores: NDArray[np.float32], limit: int, exclude: Collection[int]
-    ) -> list[tuple[int, int, float]]:
-        """(row, record id, cosine) of the best chunk of each of the `limit` best
-        records: the top chunks by argpartition, widened until enough records."""
-        n = len(scores)
+    def _candidates(
+        self,
+        low: NDArray[np.float32],
+        high: NDArray[np.float32],
+        limit: int,
+        exclude: Collection[int],
+    ) -> NDArray[np.intp]:
+        """The rows that may be the best chunk of one of the `limit` nearest
+        records (not dead, not excluded), given each row's bounds on its cosine.
+
+        The `limit`-th best lower bound among distinct records, `floor`, is at
+        most the `limit`-th best exact score; a row whose upper bound is below
+        it, or below another chunk's lower bound of its own record, cannot be
+        a returned record's best chunk."""
+        n = len(low)
+        records = self._records[:n]
         want = min(n, (limit + len(exclude)) * CANDIDATES_PER_RECORD + 16)
+        floor = -math.inf
         while True:
-            top = np.argpartition(scores, n - want)[n - want :] if want < n else np.arange(n)
-            order = top[np.argsort(-scores[top], kind="stable")]
-            best: dict[int, tuple[int, float]] = {}
-            records = self._records[order].tolist()
-            values = scores[order].tolist()
-            for row, record_id, score in zip(order.tolist(), records, values, strict=True):
-                if record_id < 0 or record_id in best or record_id in exclude:
+            top = np.argpartition(low, n - want)[n - want :] if want < n else np.arange(n)
+            order = top[np.argsort(-low[top], kind="stable")]
+            seen: set[int] = set()
+            for row, record_id in zip(order.tolist(), records[order].tolist(), strict=True):
+                if record_id < 0 or record_id in seen or record_id in exclude:
                     continue
-                best[record_id] = (row, score)
-            if len(best) >= limit or want == n:
+                seen.add(record_id)
+                if len(seen) == limit:
+                    floor = float(low[row])
+                    break
+            if len(seen) >= limit or want == n:
                 break
             want = min(n, want * 4)
-        ranked = sorted(best.items(), key=lambda item: (-item[1][1], -item[0]))[:limit]
-        return [(row, record_id, score) for record_id, (row, score) in ranked]
+        rows = np.flatnonzero(high >= floor) if floor > -math.inf else np.arange(n)
+        owners = records[rows]
+        keep = owners >= 0
+        if exclude:
+            keep &= ~np.isin(owners, np.fromiter(exclude, dtype=np.int64, count=len(exclude)))
+        rows, owners = rows[keep], owners[keep]
+        # Within a record, only chunks that may beat its best lower bound.
+        ids, which = np.unique(owners, return_inverse=True)
+        best_low = np.full(len(ids), -np.inf, dtype=np.float32)
+        np.maximum.at(best_low, which, low[rows])
+        return rows[high[rows] >= best_low[which]]
 
     async def _exact(
-        self, rows: list[int], q: NDArray[np.float32]
+        self, rows: NDArray[np.intp], q: NDArray[np.float32]
     ) -> tuple[dict[int, float], list[int]]:
         """The exact cosine of each held row still in the database, read back
         from it, and the rows whose database row no longer exists."""
-        if not rows:
+        if not len(rows):
             return {}, []
         rowids = self._rowids[rows].tolist()
         marks = ",".join("?" * len(rowids))
@@ -227,7 +260,7 @@ class VectorIndex:
         blobs = {row[0]: row[1] for row in found}
         exact: dict[int, float] = {}
         gone: list[int] = []
-        for row, rowid in zip(rows, rowids, strict=True):
+        for row, rowid in zip(rows.tolist(), rowids, strict=True):
             if rowid in blobs:
                 exact[row] = float(np.frombuffer(blobs[rowid], dtype="<f4") @ q)
             else:
@@ -274,14 +307,15 @@ class VectorIndex:
                 matrix[: self._n] = self._matrix[: self._n]
             self._matrix = matrix
             self._scales = np.resize(self._scales, capacity)
+            self._residuals = np.resize(self._residuals, capacity)
             self._records = np.resize(self._records, capacity)
             self._rowids = np.resize(self._rowids, capacity)
-        # Each row scaled on its own to [-127, 127]: its direction is all a cosine reads.
-        top = np.abs(vectors).max(axis=1)
-        scales = np.where(top > 0, top / 127.0, 0.0).astype(np.float32)
-        safe = np.where(scales > 0, scales, 1.0)[:, None]
-        self._matrix[self._n : need] = np.rint(vectors / safe).astype(np.int8)
+        codes, scales = _rounded(vectors)
+        left = vectors - codes * scales[:, None]
+        self._matrix[self._n : need] = codes
         self._scales[self._n : need] = scales
+        self._residuals[self._n : need] = np.linalg.norm(left, axis=1)
+        self._longest = max(self._longest, float(np.linalg.norm(vectors, axis=1).max()))
         self._records[self._n : need] = records
         self._rowids[self._n : need] = rowids
         self._n = need
@@ -290,46 +324,77 @@ class VectorIndex:
         keep = np.flatnonzero(self._records[: self._n] >= 0)
         self._matrix = np.ascontiguousarray(self._matrix[keep])
         self._scales = self._scales[keep]
+        self._residuals = self._residuals[keep]
         self._records = self._records[keep]
         self._rowids = self._rowids[keep]
         self._n = len(keep)
         self._dead = 0
 
 
+def _rounded(vectors: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.float32]]:
+    """Each row as 8-bit integers times a scale of its own, [-127, 127] (its
+    direction is all a cosine reads)."""
+    top = np.abs(vectors).max(axis=1)
+    scales = np.where(top > 0, top / np.float32(127.0), np.float32(0.0)).astype(np.float32)
+    safe = np.where(scales > 0, scales, np.float32(1.0))[:, None]
+    return np.rint(vectors / safe).astype(np.int8), scales
+
+
+def _bounds(
+    matrix: NDArray[np.int8],
+    scales: NDArray[np.float32],
+    residuals: NDArray[np.float32],
+    longest: float,
+    n: int,
+    q: NDArray[np.float32],
+) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    """Lower and upper bounds on the cosine of each of the first `n` rows with
+    the unit query `q`. Row x = s c + r (c its codes, r what rounding left) and
+    q = t u + p; s t (c . u) is off from x . q by x . p + r . (q - p), at most
+    |x| |p| + |r| (1 + |p|)."""
+    codes, scale = _rounded(q[None, :])
+    left = float(np.linalg.norm(q - codes[0] * scale[0]))
+    approx = _scores(matrix, scales, n, q)
+    slack = residuals[:n] * np.float32(1.0 + left)
+    slack += np.float32(longest * left + ROUNDING)
+    return approx - slack, approx + slack
+
+
 def _scores(
     matrix: NDArray[np.int8], scales: NDArray[np.float32], n: int, q: NDArray[np.float32]
 ) -> NDArray[np.float32]:
-    """Approximate cosines of the first `n` rows (the 8-bit rows times their
-    scales). Reads only its arguments (the index may swap its arrays
-    meanwhile). A large matrix is split between SCAN_THREADS threads."""
+    """Approximate cosines of the first `n` rows: their 8-bit codes dotted with
+    the query's (exact integers), times both scales. Reads only its arguments
+    (the index may swap its arrays meanwhile). A large matrix is split between
+    SCAN_THREADS threads."""
+    codes, scale = _rounded(q[None, :])
     out = np.empty(n, dtype=np.float32)
     parts = max(1, min(SCAN_THREADS, n // SPLIT_ROWS))
-    bounds = [n * i // parts // BLOCK_ROWS * BLOCK_ROWS for i in range(parts)] + [n]
+    bounds = [n * i // parts for i in range(parts + 1)]
     helpers = [
-        threading.Thread(target=_scan, args=(matrix, q, out, bounds[i], bounds[i + 1]), daemon=True)
+        threading.Thread(
+            target=_scan, args=(matrix, codes, out, bounds[i], bounds[i + 1]), daemon=True
+        )
         for i in range(1, parts)
     ]
     for helper in helpers:
         helper.start()
-    _scan(matrix, q, out, bounds[0], bounds[1])
+    _scan(matrix, codes, out, bounds[0], bounds[1])
     for helper in helpers:
         helper.join()
     out *= scales[:n]
+    out *= scale[0]
     return out
 
 
 def _scan(
-    matrix: NDArray[np.int8], q: NDArray[np.float32], out: NDArray[np.float32], lo: int, hi: int
+    matrix: NDArray[np.int8], codes: NDArray[np.int8], out: NDArray[np.float32], lo: int, hi: int
 ) -> None:
-    """out[lo:hi] = matrix[lo:hi] @ q, a block of rows at a time copied out
-    (a plain memory copy streams the rows in faster than numpy's int8 to
-    float32 conversion reads them), converted to float32 and multiplied, all
-    in cache. numpy lets go of the GIL in each step."""
-    block = np.empty((min(BLOCK_ROWS, hi - lo), len(q)), dtype=np.float32)
-    staged = np.empty(block.shape, dtype=np.int8)
-    for start in range(lo, hi, BLOCK_ROWS):
-        end = min(hi, start + BLOCK_ROWS)
-        raw, rows = staged[: end - start], block[: end - start]
-        raw[...] = matrix[start:end]
-        rows[...] = raw
-        np.matmul(rows, q, out=out[start:end])
+    """out[lo:hi] = matrix[lo:hi] . codes[0], in one call to numkong's int8 dot
+    product kernels (AVX-512 VNNI, AVX2, NEON...), which reads each row once
+    and lets go of the GIL. The sums (at most 384 * 127 * 127) are exact in
+    float32."""
+    import numkong
+
+    if hi > lo:
+        numkong.cdist(codes, matrix[lo:hi], metric="dot", out=out[lo:hi].reshape(1, -1))

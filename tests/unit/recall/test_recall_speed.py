@@ -206,7 +206,7 @@ def test_the_split_scan_scores_every_row_as_one_thread_does(
     threads: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = np.random.default_rng(3)
-    rows = 5 * vectors.BLOCK_ROWS + 77
+    rows = 2637
     matrix = rng.integers(-127, 128, (rows + 40, 384), dtype=np.int8)  # spare rows unread
     scales = rng.random(rows + 40).astype(np.float32)
     q = rng.standard_normal(384).astype(np.float32)
@@ -217,5 +217,6 @@ def test_the_split_scan_scores_every_row_as_one_thread_does(
     split = vectors._scores(matrix, scales, rows, q)
     assert split.shape == (rows,)
     assert np.array_equal(split, alone)
-    exact = (matrix[:rows].astype(np.float64) @ q) * scales[:rows]
-    assert np.allclose(alone, exact, rtol=1e-5, atol=1e-2)
+    codes, scale = vectors._rounded(q[None, :])  # the query rounded to 8 bits too
+    exact = (matrix[:rows].astype(np.float64) @ codes[0]) * scales[:rows] * scale[0]
+    assert np.allclose(alone, exact, rtol=1e-6, atol=1e-6)
