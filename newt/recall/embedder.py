@@ -246,8 +246,7 @@ class LocalEmbedder:
         text = text[:QUERY_CHARS]
         vector = self._queries.pop(text, None)
         if vector is None:
-            matrix = await off_loop(model.embed, [text])
-            vector = [float(x) for x in matrix[0]]
+            vector = (await off_loop(model.embed_query, text)).tolist()
         self._queries[text] = vector  # the newest last
         while len(self._queries) > QUERIES_KEPT:
             del self._queries[next(iter(self._queries))]

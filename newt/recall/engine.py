@@ -240,7 +240,7 @@ class RecallEngine:
                 meaning.exception()  # seen: an error of the words' path goes up alone
         ranked = fuse(lexical, nearest, self.lexical_weight)
         if spans and words:
-            said = await self.words.said_within(spans, words, pool + len(excluded))
+            said = await self.words.said_within(spans, focus or words, pool + len(excluded))
             said = [(rowid, rank) for rowid, rank in said if rowid not in excluded]
             ranked = boost(ranked, lexical, said, self.lexical_weight, self.span_weight)
         if not ranked:

@@ -41,6 +41,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 from numpy.typing import NDArray
 
+from newt.recall.eight_bit import rounded
 from newt.recall.threads import off_loop
 from newt.store.db import Database
 
@@ -310,7 +311,7 @@ class VectorIndex:
             self._residuals = np.resize(self._residuals, capacity)
             self._records = np.resize(self._records, capacity)
             self._rowids = np.resize(self._rowids, capacity)
-        codes, scales = _rounded(vectors)
+        codes, scales = rounded(vectors)
         left = vectors - codes * scales[:, None]
         self._matrix[self._n : need] = codes
         self._scales[self._n : need] = scales
@@ -331,15 +332,6 @@ class VectorIndex:
         self._dead = 0
 
 
-def _rounded(vectors: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.float32]]:
-    """Each row as 8-bit integers times a scale of its own, [-127, 127] (its
-    direction is all a cosine reads)."""
-    top = np.abs(vectors).max(axis=1)
-    scales = np.where(top > 0, top / np.float32(127.0), np.float32(0.0)).astype(np.float32)
-    safe = np.where(scales > 0, scales, np.float32(1.0))[:, None]
-    return np.rint(vectors / safe).astype(np.int8), scales
-
-
 def _bounds(
     matrix: NDArray[np.int8],
     scales: NDArray[np.float32],
@@ -352,7 +344,7 @@ def _bounds(
     the unit query `q`. Row x = s c + r (c its codes, r what rounding left) and
     q = t u + p; s t (c . u) is off from x . q by x . p + r . (q - p), at most
     |x| |p| + |r| (1 + |p|)."""
-    codes, scale = _rounded(q[None, :])
+    codes, scale = rounded(q[None, :])
     left = float(np.linalg.norm(q - codes[0] * scale[0]))
     approx = _scores(matrix, scales, n, q)
     slack = residuals[:n] * np.float32(1.0 + left)
@@ -367,7 +359,7 @@ def _scores(
     the query's (exact integers), times both scales. Reads only its arguments
     (the index may swap its arrays meanwhile). A large matrix is split between
     SCAN_THREADS threads."""
-    codes, scale = _rounded(q[None, :])
+    codes, scale = rounded(q[None, :])
     out = np.empty(n, dtype=np.float32)
     parts = max(1, min(SCAN_THREADS, n // SPLIT_ROWS))
     bounds = [n * i // parts for i in range(parts + 1)]

@@ -95,10 +95,11 @@ class WordRanking:
     async def said_within(
         self, spans: list[TimeSpan], words: list[str], limit: int
     ) -> list[tuple[int, float]]:
-        """(rowid, bm25) of the records said inside `spans` holding any of `words`."""
+        """(rowid, bm25) of the records said inside `spans` holding any of `words`
+        (overlapping spans are looked up once, as one)."""
         match = " OR ".join(quote(w) for w in words)
         found: list[tuple[int, float]] = []
-        for span in spans:
+        for span in _merged(spans):
             rows = await self.db.conn.execute_fetchall(
                 _SAID_WITHIN, (span.start, span.end, match, limit)
             )
@@ -146,3 +147,15 @@ class WordRanking:
             floor = bound or 0
         rows = await conn.execute_fetchall(_RANK, (plan.match, floor, limit))
         return [(row[0], row[1]) for row in rows]
+
+
+def _merged(spans: list[TimeSpan]) -> list[TimeSpan]:
+    """The same moments as `spans`, overlapping ones joined, in order."""
+    merged: list[TimeSpan] = []
+    for span in sorted(spans, key=lambda s: s.start):
+        if merged and span.start <= merged[-1].end:
+            last = merged[-1]
+            merged[-1] = TimeSpan(last.start, max(last.end, span.end))
+        else:
+            merged.append(span)
+    return merged

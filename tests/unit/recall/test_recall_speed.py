@@ -17,6 +17,7 @@ import pytest
 
 from newt.recall import RecallEngine, RecallRequest, RecallResponse, vectors
 from newt.recall import newer as newer_module
+from newt.recall.eight_bit import rounded
 from newt.recall.vectors import VectorIndex
 from newt.store import Store
 
@@ -217,6 +218,6 @@ def test_the_split_scan_scores_every_row_as_one_thread_does(
     split = vectors._scores(matrix, scales, rows, q)
     assert split.shape == (rows,)
     assert np.array_equal(split, alone)
-    codes, scale = vectors._rounded(q[None, :])  # the query rounded to 8 bits too
+    codes, scale = rounded(q[None, :])  # the query rounded to 8 bits too
     exact = (matrix[:rows].astype(np.float64) @ codes[0]) * scales[:rows] * scale[0]
     assert np.allclose(alone, exact, rtol=1e-6, atol=1e-6)

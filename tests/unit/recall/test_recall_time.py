@@ -10,6 +10,8 @@ import pytest
 
 from newt.recall import RecallEngine, RecallRequest
 from newt.recall.engine import boost
+from newt.recall.time_span import TimeSpan
+from newt.recall.word_ranking import _merged
 from newt.store import Store
 
 MAY_8 = datetime(2023, 5, 8, 14, 0).timestamp()
@@ -78,3 +80,9 @@ def test_boost_multiplies_and_scores_unranked_records_by_their_words() -> None:
     assert scores[2] == pytest.approx(1.0)
     assert scores[3] == pytest.approx(2 * 0.6 * 2.0 / 10.0)
     assert [rowid for rowid, _ in boost(fused, lexical, said, 0.6, 1.0)] == [2, 1, 3]
+
+
+def test_overlapping_spans_are_looked_up_once() -> None:
+    spans = [TimeSpan(10, 20), TimeSpan(0, 5), TimeSpan(15, 30), TimeSpan(15, 30)]
+    assert _merged(spans) == [TimeSpan(0, 5), TimeSpan(10, 30)]
+    assert _merged([]) == []
