@@ -8,7 +8,7 @@ create and migrate), starts `writers * prompts` `newt -p` processes at the
 same moment against the fake OpenAI server, waits for them all and counts the
 prompts stored as complete turns. It prints one line per round (stored,
 failed exits, wall time) and a total; any failed process's stderr is shown.
-tests/test_concurrency.py runs the same rounds as a test.
+tests/integration/store/test_concurrency.py runs the same rounds as a test.
 """
 
 from __future__ import annotations

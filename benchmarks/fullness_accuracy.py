@@ -19,7 +19,7 @@ Columns (error in % of the truth):
   anchored  newt's `used`: last prompt_tokens + calibrated estimate of changes
             (ratio: learned chars per token; glue: learned template tokens
             per prompt-side message / per reply)
-  plain     the same anchoring with DESIGN.md's plain chars/4 estimate
+  plain     the same anchoring with the plain chars/4 estimate
   c/4 sum   unanchored: chars/4 of everything resident
   naive     sum of input+output tokens over all turns (the seed's old bug)
 """

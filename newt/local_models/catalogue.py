@@ -1,7 +1,7 @@
 """The catalogue of chat GGUFs newt offers to download, and which one suits this machine.
 
 The models live in one data file, assets/local_models.toml, so their sizes and
-checksums are checked in one place (tests/test_local_models_catalogue.py).
+checksums are checked in one place (newt/local_models/catalogue.py's tests).
 The recommendation reads RAM from /proc/meminfo (or os.sysconf) and free disk
 from shutil.disk_usage: psutil is not a dependency.
 """

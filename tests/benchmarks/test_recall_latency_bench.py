@@ -74,15 +74,15 @@ async def test_a_query_asked_again_is_not_embedded_again() -> None:
     embedder = LocalEmbedder(wheel.parent, fetch=False)
     model = await embedder._ready()
     assert model is not None
-    embedded: list[list[str]] = []
-    real = model.embed
+    embedded: list[str] = []
+    real = model.embed_query
 
-    def counting(texts: list[str]) -> np.ndarray:
-        embedded.append(list(texts))
-        return real(texts)
+    def counting(text: str) -> np.ndarray:
+        embedded.append(text)
+        return real(text)
 
     first = await embedder.embed_query("Where do I board the plane to Portugal?")
-    model.embed = counting  # type: ignore[method-assign]
+    model.embed_query = counting  # type: ignore[method-assign]
     try:
         assert await embedder.embed_query("Where do I board the plane to Portugal?") == first
         assert embedded == []
@@ -92,4 +92,4 @@ async def test_a_query_asked_again_is_not_embedded_again() -> None:
         assert await embedder.embed_query("Where do I board the plane to Portugal?") == first
         assert len(embedded) == QUERIES_KEPT + 1
     finally:
-        del model.embed
+        del model.embed_query

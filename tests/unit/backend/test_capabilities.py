@@ -1,4 +1,4 @@
-"""The capability cache updates and the budget-source precedence (DESIGN.md section 3)."""
+"""The capability cache updates and the budget-source precedence (docs/design.md section 2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TokenBudget budget math (DESIGN.md section 3), with concrete numbers.
+"""TokenBudget budget math (docs/design.md section 4), with concrete numbers.
 
 Default estimate: chars/4 rounded up, so a 400-character text is 100 tokens.
 """

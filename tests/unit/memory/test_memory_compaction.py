@@ -1,4 +1,4 @@
-"""Pruning into one compaction record (DESIGN.md section 3), concrete numbers.
+"""Pruning into one compaction record (docs/design.md section 4), concrete numbers.
 
 Scenario numbers (chars/4): TokenBudget(1000, 0.5) has a 500-token budget;
 a turn of 300 + 300 characters is 150 tokens; a record owing its turns with a

@@ -1,4 +1,4 @@
-"""NoteBook: the one implementation behind /note and save_note (DESIGN.md section 6)."""
+"""NoteBook: the one implementation behind /note and save_note (docs/design.md section 2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The core never imports textual (DESIGN.md section 1)."""
+"""The core never imports textual (docs/design.md section 1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""newt.recall exports exactly the names DESIGN.md section 2 promises."""
+"""newt.recall exports exactly the names the other layers use (docs/design.md section 7)."""
 
 from __future__ import annotations
 
