@@ -31,10 +31,8 @@ logger = logging.getLogger(__name__)
 
 BATCH_RECORDS = 8
 # Characters per embeddings request. A server works through the inputs it was
-# sent before a recall query that arrives after them, and the query waits at
-# most 1.5 s: measured with all-MiniLM-L6-v2 on one thread, a query made while
-# the queue ran took 160-245 ms median (max 619) with 2,000-character requests
-# and 28-44 ms (max 127) with 600, the queue's pace unchanged.
+# sent before a recall query that arrives after them, so a small request keeps
+# a query's wait short at the same pace (docs/design.md section 7).
 REQUEST_CHARS = 600
 RETRY_MIN_S = 2.0
 RETRY_MAX_S = 120.0

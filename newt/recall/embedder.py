@@ -52,7 +52,7 @@ MAX_CHUNKS = 24
 QUERY_CHARS = 2000
 REFUSALS_BEFORE_NO = 3
 # Queries whose vectors LocalEmbedder keeps: the same text recalled again (a
-# regenerated reply, a retried turn) is not embedded again (10-15 ms saved).
+# regenerated reply, a retried turn) is not embedded again.
 QUERIES_KEPT = 16
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 

@@ -87,9 +87,8 @@ _ERF_A = tuple(
 
 
 def _gelu(x: Array) -> Array:
-    """x * Phi(x) of a (rows, features) array, GELU_ROWS rows at a time (so each
-    step's arrays stay in cache: a long text's (242, 1536) activations took 3.0 ms
-    whole, 1.3 ms this way)."""
+    """x * Phi(x) of a (rows, features) array, GELU_ROWS rows at a time, so
+    each step's arrays stay in cache (docs/design.md section 7a)."""
     out = np.empty_like(x)
     for start in range(0, x.shape[0], GELU_ROWS):
         _gelu_into(x[start : start + GELU_ROWS], out[start : start + GELU_ROWS])
@@ -173,10 +172,8 @@ def _dense(x: Array, weight: Array, bias: Array) -> Array:
     Up to FEW_ROWS rows (a query) the product runs as weight @ x.T, on the
     rows padded with zeros to a multiple of 8: OpenBLAS is slow on a product
     whose first dimension is a handful of tokens, and slower still on a
-    count of them that is not a multiple of 8 (an 11-token query's 24
-    products took 17 ms as x @ weight.T, 14 ms as weight @ x.T, 12.5 ms
-    padded to 16, on this project's busy 2-core machine). Padding changes
-    no bit of the real rows' results."""
+    count of them that is not a multiple of 8 (docs/design.md section 7,
+    "One recall"). Padding changes no bit of the real rows' results."""
     rows = x.shape[0]
     if rows > FEW_ROWS:
         y = x @ weight.T
