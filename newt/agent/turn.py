@@ -174,7 +174,7 @@ class TurnRunner:
         )
         return fit_block(
             gathered.report,
-            gathered.report.budget_tokens if gathered.report is not None else 0,
+            gathered.budget,
             keys=self.fit.can_fetch_records(),
             now=gathered.now,
             history_since=gathered.history_since,
@@ -193,7 +193,7 @@ class TurnRunner:
         gathered = await s.evidence.gather(self.text, s.log.resident_keys(), fixed)
         report, p.evidence = fit_block(
             gathered.report,
-            gathered.report.budget_tokens if gathered.report is not None else 0,
+            gathered.budget,
             keys=self.fit.can_fetch_records(),
             now=gathered.now,
             history_since=gathered.history_since,

@@ -30,6 +30,10 @@ MIN_EVIDENCE_TOKENS = 48
 # short message's capsule), so it can fill with what was found.
 RECALL_LIMIT = 64
 CAPSULE_TOKENS = 24
+# Recall packs this many times the budget: its packing knows neither the
+# block's header nor which capsules share a day line, so the block as
+# rendered (presentation.fit_block) chooses among more than fits.
+OFFER_FACTOR = 2
 
 
 def evidence_budget(configured: int, room: int) -> int:
@@ -46,6 +50,9 @@ class Gathered:
     """What recall found for one request, and what the prompt says about its time."""
 
     report: RetentionReport | None
+    """What recall offers: more than fits; `fit_block` into `budget` chooses."""
+    budget: int
+    """Tokens the block as rendered may take."""
     now: float
     history_since: float | None
     """When the oldest message the request carries was said (None: no history)."""
@@ -85,16 +92,16 @@ class EvidenceSource:
         budget = self.budget(fixed_tokens)
         history_since = await self.recall.said_since(resident)
         if budget <= 0:
-            return Gathered(None, now, history_since)
+            return Gathered(None, 0, now, history_since)
         exclude = set(resident) | await self.notes.record_keys()
         response = await self.recall.recall(
             RecallRequest(
                 text,
                 limit=max(RECALL_LIMIT, budget // CAPSULE_TOKENS),
-                retained_token_budget=budget,
+                retained_token_budget=budget * OFFER_FACTOR,
             ),
             exclude_keys=exclude,
             now=now,
             count_hits=count_hits,
         )
-        return Gathered(response.retained_evidence, now, history_since)
+        return Gathered(response.retained_evidence, budget, now, history_since)

@@ -7,11 +7,14 @@ saying who said it, under a header that says when they are older than the
 conversation the request carries. So when two statements of the same thing
 disagree, the newest is the last one read and sits under the latest day,
 whatever model reads it; and a neighbouring turn recalled beside a hit sits
-right next to it. One line per day rather than a date on every capsule: on
-real conversations the dates had cost a quarter of the evidence budget.
+right next to it. One line per day rather than a date on every capsule:
+a date per line costs evidence room (design.md section 7).
 
-The record keys go on one closing line, for `fetch_record`, and only when the
-model has that tool. `fit_block` makes the block as rendered fit its budget.
+The keys of the capsules cut short go on one closing line, for
+`fetch_record`, and only when the model has that tool (a whole record has
+nothing more to fetch). Every word of the block besides the excerpts is one
+less for evidence, so who said it is a word ("user", "you"). `fit_block`
+packs the block as rendered into its budget.
 """
 
 from __future__ import annotations
@@ -21,19 +24,20 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date, datetime
 
-from newt.recall.retention import EvidenceCapsule, RetentionReport, est_tokens
+from newt.recall.retention import CHARS_PER_TOKEN, EvidenceCapsule, RetentionReport
 
 EVIDENCE_HEADER = (
-    "Recalled from earlier conversations with the user (verbatim, oldest first, under the"
-    " day each was said; today is {today}){newer}:"
+    "Recalled from earlier conversations (verbatim, oldest first, by the day said;"
+    " today is {today}){newer}:"
 )
 # Said when every capsule is older than the oldest message of the conversation
 # the request carries: then a later statement there wins over a recalled one.
-NEWER_ABOVE = "; the messages above are more recent than all of these"
-KEYS_LINE = "Full records, if needed: fetch_record with key {keys}."
+NEWER_ABOVE = "; the messages above are newer than all of these"
+KEYS_LINE = "Cut short, in full with fetch_record: {keys}."
 
-_WHO = {"user": "the user said", "assistant": "you replied", "tool": "a tool returned"}
-_KIND = {"note": "a note you saved", "compaction": "a summary of earlier turns"}
+# Who said it, in a word: every token of the block is one less for evidence.
+_WHO = {"user": "user", "assistant": "you", "tool": "tool"}
+_KIND = {"note": "your note", "compaction": "summary"}
 
 
 def chronological(capsules: Sequence[EvidenceCapsule]) -> list[EvidenceCapsule]:
@@ -77,13 +81,6 @@ def _who(capsule: EvidenceCapsule) -> str:
     return _WHO.get(capsule.role) or _KIND.get(capsule.kind, "recorded")
 
 
-def capsule_text(capsule: EvidenceCapsule, now: float | None = None) -> str:
-    """One capsule as a line that says when and who (the excerpt stays verbatim)."""
-    now = time.time() if now is None else now
-    day = when(capsule.said_at, now)
-    return f"{_capitalized(day)}, {_who(capsule)}: {capsule.excerpt.strip()}"
-
-
 def evidence_block(
     report: RetentionReport | None,
     *,
@@ -93,27 +90,41 @@ def evidence_block(
 ) -> str:
     """The capsules as text placed before the user's message in this request only.
 
-    `keys`: name the records' keys for fetch_record (only useful when the
-    model is offered that tool); `history_since`: when the oldest message the
-    request carries was said (None: it carries none)."""
+    `keys`: name the keys of the capsules cut short, for fetch_record (only
+    useful when the model is offered that tool; a whole record has nothing
+    more to fetch); `history_since`: when the oldest message the request
+    carries was said (None: it carries none)."""
     if report is None or not report.capsules:
         return ""
     now = time.time() if now is None else now
     shown = chronological(report.capsules)
     said = [c for c in shown if c.role]  # messages; a note or summary has no one moment
     older = history_since is not None and all(c.said_at < history_since for c in said)
-    today = _day(datetime.fromtimestamp(now).date())
-    lines = [EVIDENCE_HEADER.format(today=today, newer=NEWER_ABOVE if older else "")]
+    lines = [_header(now, older)]
     day = None
     for capsule in shown:
         said_on = when(capsule.said_at, now)
         if said_on != day:
             day = said_on
-            lines.append(f"{_capitalized(said_on)}:")
-        lines.append(f"- {_who(capsule)}: {capsule.excerpt.strip()}")
-    if keys:
-        lines.append(KEYS_LINE.format(keys=", ".join(c.retrieval_key for c in shown)))
+            lines.append(_day_line(said_on))
+        lines.append(_line(capsule))
+    cut = [c.retrieval_key for c in shown if not c.whole]
+    if keys and cut:
+        lines.append(KEYS_LINE.format(keys=", ".join(cut)))
     return "\n".join(lines) + "\n\n"
+
+
+def _header(now: float, older: bool) -> str:
+    today = _day(datetime.fromtimestamp(now).date())
+    return EVIDENCE_HEADER.format(today=today, newer=NEWER_ABOVE if older else "")
+
+
+def _day_line(said_on: str) -> str:
+    return f"{_capitalized(said_on)}:"
+
+
+def _line(capsule: EvidenceCapsule) -> str:
+    return f"- {_who(capsule)}: {capsule.excerpt.strip()}"
 
 
 def fit_block(
@@ -124,30 +135,48 @@ def fit_block(
     now: float | None = None,
     history_since: float | None = None,
 ) -> tuple[RetentionReport | None, str]:
-    """The report and its block, the block as rendered within `budget_tokens`:
-    the lowest-scored capsules go first until it fits (packing counts the
-    excerpts and a per-capsule estimate; the day lines, the header and the
-    keys line are known only here)."""
+    """The report and its block, the block as rendered within `budget_tokens`.
+
+    Capsules are taken best score first, each only if the block with it still
+    fits (its line, its day's line if that day is new, its key if cut short);
+    one that does not fit is skipped, so a shorter one after it may. The
+    report may offer more than fits: its packing knows neither the header nor
+    which capsules share a day, so it is asked for more and this decides."""
     if report is None:
         return None, ""
-    capsules = list(report.capsules)
-
-    def render(kept: list[EvidenceCapsule]) -> str:
-        shown = replace(report, capsules=kept)
-        return evidence_block(shown, keys=keys, now=now, history_since=history_since)
-
-    text = render(capsules)
-    while capsules and est_tokens(text) > budget_tokens:
-        worst = min(range(len(capsules)), key=lambda i: (capsules[i].retrieval_score, -i))
-        del capsules[worst]
-        text = render(capsules)
-    if len(capsules) == len(report.capsules):
-        return report, text
-    dropped = len(report.capsules) - len(capsules)
+    now = time.time() if now is None else now
+    order = sorted(
+        range(len(report.capsules)), key=lambda i: (-report.capsules[i].retrieval_score, i)
+    )
+    limit = budget_tokens * CHARS_PER_TOKEN
+    # the header at its longest, the keys line's words, the blank line at the end
+    used = len(_header(now, True)) + 2
+    days: set[str] = set()
+    keys_open = False
+    kept: list[int] = []
+    for i in order:
+        capsule = report.capsules[i]
+        said_on = when(capsule.said_at, now)
+        cost = len(_line(capsule)) + 1
+        if said_on not in days:
+            cost += len(_day_line(said_on)) + 1
+        if keys and not capsule.whole:
+            cost += len(capsule.retrieval_key) + 2
+            if not keys_open:
+                cost += len(KEYS_LINE.format(keys="")) + 1
+        if used + cost > limit:
+            continue
+        used += cost
+        days.add(said_on)
+        keys_open = keys_open or (keys and not capsule.whole)
+        kept.append(i)
+    capsules = [report.capsules[i] for i in kept]
     fitted = replace(
         report,
+        budget_tokens=budget_tokens,
         capsules=capsules,
         retained_tokens=sum(c.tokens for c in capsules),
-        dropped=report.dropped + dropped,
+        dropped=report.dropped + len(report.capsules) - len(capsules),
     )
+    text = evidence_block(fitted, keys=keys, now=now, history_since=history_since)
     return fitted, text

@@ -37,7 +37,7 @@ HALF_LIFE_HOURS = 168.0
 MIN_EXCERPT_TOKENS = 16
 CHARS_PER_TOKEN = 4
 # What a capsule's line adds in the request besides its excerpt and key
-# ("- the user said: "; see presentation.py, whose fit_block counts the rest):
+# ("- user: "; see presentation.py, whose fit_block counts the rest):
 # recall packs with it, the bare packing rules default to 0.
 LINE_TOKENS = 4
 
@@ -90,6 +90,8 @@ class EvidenceCapsule:
     role: str = ""
     said_at: float = 0.0
     kind: str = "turn"
+    whole: bool = True
+    """The excerpt is the whole record (False: cut; fetch_record has the rest)."""
 
 
 @dataclass
@@ -149,6 +151,7 @@ def retain_within_budget(
                 candidate.role,
                 candidate.said_at,
                 candidate.kind,
+                excerpt == candidate.content,
             )
         )
 

@@ -17,6 +17,7 @@ import pytest
 
 from newt.agent.session import ChatSession
 from newt.memory.types import COMPACTION_MARKER
+from newt.recall.presentation import NEWER_ABOVE
 from tests.agent_helpers import make_config, run_turn
 from tests.fake_openai import FakeOpenAI, Reply
 
@@ -108,9 +109,6 @@ def history_of(messages: list[dict[str, Any]]) -> str:
         for m in messages[1:-1]
         if not str(m["content"]).startswith(COMPACTION_MARKER)
     )
-
-
-NEWER_ABOVE = "the messages above are more recent than all of these"
 
 
 def assert_newest_wins(messages: list[dict[str, Any]], old: str, new: str) -> None:

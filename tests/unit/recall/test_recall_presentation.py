@@ -22,7 +22,6 @@ from newt.recall.presentation import (
     EVIDENCE_HEADER,
     KEYS_LINE,
     NEWER_ABOVE,
-    capsule_text,
     chronological,
     evidence_block,
     fit_block,
@@ -51,11 +50,14 @@ async def _turn(store: Store, conv_id: str, user: str, assistant: str = "Noted."
 
 
 def _capsule(
-    key: str, said_at: float, role: str = "user", kind: str = "turn", score: float = 1.0
+    key: str,
+    said_at: float,
+    role: str = "user",
+    kind: str = "turn",
+    score: float = 1.0,
+    whole: bool = True,
 ) -> EvidenceCapsule:
-    return EvidenceCapsule(
-        key, key, f"excerpt {key}", 5, 0.5, score, role=role, said_at=said_at, kind=kind
-    )
+    return EvidenceCapsule(key, key, f"excerpt {key}", 5, 0.5, score, role, said_at, kind, whole)
 
 
 def _header(now: float, newer: bool = False) -> str:
@@ -97,20 +99,18 @@ def test_when_says_the_day_as_a_person_would() -> None:
 @pytest.mark.parametrize(
     ("role", "kind", "who"),
     [
-        ("user", "turn", "the user said"),
-        ("assistant", "turn", "you replied"),
-        ("tool", "turn", "a tool returned"),
-        ("", "note", "a note you saved"),
-        ("", "compaction", "a summary of earlier turns"),
+        ("user", "turn", "user"),
+        ("assistant", "turn", "you"),
+        ("tool", "turn", "tool"),
+        ("", "note", "your note"),
+        ("", "compaction", "summary"),
     ],
 )
-def test_each_capsule_says_when_and_who_said_it(role: str, kind: str, who: str) -> None:
+def test_each_capsule_says_who_said_it_in_a_word(role: str, kind: str, who: str) -> None:
     capsule = EvidenceCapsule("k1", "k1", "  likes green tea \n", 3, 0.5, 1.0, role, MONDAY, kind)
-    assert capsule_text(capsule, NOW) == f"On Monday 8 May 2023, {who}: likes green tea"
-    capsule.said_at = NOW - 60
-    assert capsule_text(capsule, NOW) == f"Today, {who}: likes green tea"
-    capsule.said_at = NOW - DAY
-    assert capsule_text(capsule, NOW).startswith("Yesterday, ")
+    block = evidence_block(RetentionReport(100, 3, [capsule]), now=NOW)
+    lines = block.rstrip("\n").splitlines()
+    assert lines[1:] == ["On Monday 8 May 2023:", f"- {who}: likes green tea"]
 
 
 def test_evidence_block_text() -> None:
@@ -120,25 +120,30 @@ def test_evidence_block_text() -> None:
         [_capsule("r2", NOW - DAY, "assistant", score=3.0), _capsule("t2", NOW - DAY, score=1.0)],
     )
     assert evidence_block(report, now=NOW) == (
-        _header(NOW)
-        + "\nYesterday:"
-        + "\n- the user said: excerpt t2"
-        + "\n- you replied: excerpt r2\n"
-        + KEYS_LINE.format(keys="t2, r2")
-        + "\n\n"
-    )
-    assert (
-        KEYS_LINE.format(keys="t2, r2") == "Full records, if needed: fetch_record with key t2, r2."
-    )
-    assert evidence_block(report, keys=False, now=NOW) == (
-        _header(NOW)
-        + "\nYesterday:"
-        + "\n- the user said: excerpt t2"
-        + "\n- you replied: excerpt r2\n\n"
+        _header(NOW) + "\nYesterday:" + "\n- user: excerpt t2" + "\n- you: excerpt r2\n\n"
     )
     assert "today is Thursday 18 May 2023" in _header(NOW)
     assert evidence_block(None, now=NOW) == ""
     assert evidence_block(RetentionReport(100, 0, []), now=NOW) == ""
+
+
+def test_only_the_capsules_cut_short_name_their_keys() -> None:
+    report = RetentionReport(
+        100,
+        10,
+        [
+            _capsule("t2", NOW - DAY, whole=False),
+            _capsule("r2", NOW - DAY, "assistant"),
+            _capsule("t7", NOW - 60, whole=False),
+        ],
+    )
+    lines = evidence_block(report, now=NOW).rstrip("\n").splitlines()
+    assert lines[-1] == KEYS_LINE.format(keys="t2, t7")
+    assert lines[-1] == "Cut short, in full with fetch_record: t2, t7."
+    # without the tool, or with every record whole, no keys line
+    assert "fetch_record" not in evidence_block(report, keys=False, now=NOW)
+    whole = RetentionReport(100, 10, [_capsule("t2", NOW - DAY), _capsule("r2", NOW - DAY)])
+    assert "fetch_record" not in evidence_block(whole, now=NOW)
 
 
 def test_one_line_for_each_day_oldest_first() -> None:
@@ -154,28 +159,55 @@ def test_one_line_for_each_day_oldest_first() -> None:
     lines = evidence_block(report, keys=False, now=NOW).rstrip("\n").splitlines()
     assert lines[1:] == [
         "On Monday 8 May 2023:",
-        "- the user said: excerpt t2",
-        "- you replied: excerpt r2",
+        "- user: excerpt t2",
+        "- you: excerpt r2",
         "Yesterday:",
-        "- the user said: excerpt t9",
+        "- user: excerpt t9",
     ]
 
 
 def test_the_block_as_rendered_fits_its_budget_lowest_score_out_first() -> None:
     capsules = [_capsule(f"t{i}", MONDAY + i * DAY, score=float(10 - i)) for i in range(6)]
     report = RetentionReport(100, 60, capsules)
-    whole = evidence_block(report, now=NOW)
-    same, text = fit_block(report, est_tokens(whole), now=NOW)
-    assert same is report and text == whole
-    fitted, text = fit_block(report, est_tokens(whole) - 1, now=NOW)
-    assert fitted is not None and est_tokens(text) <= est_tokens(whole) - 1
-    kept = [c.id for c in fitted.capsules]
-    assert kept == [c.id for c in capsules[: len(kept)]] and len(kept) < 6  # best kept
-    assert fitted.dropped == 6 - len(kept)
-    assert text == evidence_block(fitted, now=NOW)
-    assert fit_block(report, 0, now=NOW) == (replace(report, capsules=[], retained_tokens=0,
-                                                     dropped=6), "")  # fmt: skip
+    whole = evidence_block(report, now=NOW, history_since=NOW)
+    # the header is reserved at its longest: with it, everything fits
+    fitted, text = fit_block(report, est_tokens(whole), now=NOW, history_since=NOW)
+    assert fitted is not None and fitted.capsules == capsules and text == whole
+    assert fitted.budget_tokens == est_tokens(whole)
+    for budget in range(est_tokens(whole) - 1, 0, -7):
+        fitted, text = fit_block(report, budget, now=NOW)
+        assert fitted is not None and est_tokens(text) <= budget
+        kept = [c.id for c in fitted.capsules]
+        assert kept == [c.id for c in capsules[: len(kept)]] and len(kept) < 6  # best kept
+        assert fitted.dropped == 6 - len(kept)
+        assert text == evidence_block(fitted, now=NOW)
+    empty, text = fit_block(report, 0, now=NOW)
+    assert empty is not None and empty.capsules == [] and empty.dropped == 6 and text == ""
     assert fit_block(None, 100) == (None, "")
+
+
+def test_a_capsule_that_does_not_fit_is_skipped_for_a_shorter_one() -> None:
+    long = replace(_capsule("t1", MONDAY, score=9.0), excerpt="word " * 60)
+    short = [_capsule(f"t{i}", MONDAY, score=float(5 - i)) for i in range(2, 5)]
+    report = RetentionReport(100, 60, [long, *short])
+    budget = est_tokens(evidence_block(replace(report, capsules=short), now=NOW)) + 15
+    fitted, text = fit_block(report, budget, now=NOW)
+    assert fitted is not None and [c.id for c in fitted.capsules] == ["t2", "t3", "t4"]
+    assert est_tokens(text) <= budget
+
+
+def test_packing_counts_a_day_line_once_and_keys_only_for_cut_capsules() -> None:
+    # four capsules of one day cost one day line: what is left takes a fifth
+    same_day = [_capsule(f"t{i}", MONDAY, score=float(9 - i)) for i in range(5)]
+    report = RetentionReport(100, 60, same_day)
+    text = evidence_block(report, now=NOW, history_since=NOW)
+    fitted, _ = fit_block(report, est_tokens(text), now=NOW)
+    assert fitted is not None and len(fitted.capsules) == 5
+    # the same capsules cut short carry their keys: the keys line takes room
+    cut = RetentionReport(100, 60, [replace(c, whole=False) for c in same_day])
+    fitted, text = fit_block(cut, est_tokens(text), now=NOW)
+    assert fitted is not None and len(fitted.capsules) < 5
+    assert KEYS_LINE.format(keys=", ".join(c.id for c in fitted.capsules)) in text
 
 
 def test_the_header_says_the_history_is_newer_only_when_it_is() -> None:
@@ -204,9 +236,9 @@ def test_packing_goes_by_score_and_the_block_by_time() -> None:
     block = evidence_block(report, keys=False, now=NOW)
     assert block.rstrip("\n").splitlines()[1:] == [
         "On Monday 8 May 2023:",
-        "- the user said: an old remark",
+        "- user: an old remark",
         "On Tuesday 9 May 2023:",
-        f"- the user said: {FACT}",
+        f"- user: {FACT}",
     ]
 
 
@@ -227,13 +259,13 @@ async def test_recall_shows_each_message_with_its_day_and_speaker(store: Store) 
     lines = block.rstrip("\n").splitlines()
     assert lines[0] == _header(NOW)
     assert lines[1] == "On Monday 8 May 2023:"
-    assert lines[2] == f"- the user said: Please remember: {FACT}."
-    assert lines[3] == "- you replied: I will remember that."
+    assert lines[2] == f"- user: Please remember: {FACT}."
+    assert lines[3] == "- you: I will remember that."
     yesterday = lines.index("Yesterday:")
-    assert "- you replied: Maybe a walk by the harbor." in lines[yesterday:]
+    assert "- you: Maybe a walk by the harbor." in lines[yesterday:]
     keys = [c.retrieval_key for c in chronological(report.capsules)]
     assert keys[:2] == [fact_key, "r" + fact_key[1:]]
-    assert lines[-1] == KEYS_LINE.format(keys=", ".join(keys))
+    assert all(c.whole for c in report.capsules) and "fetch_record" not in block
 
 
 async def test_failed_turns_are_not_recalled(store: Store) -> None:
