@@ -40,6 +40,8 @@ TOPICS = [
     "Ada kept goats, grew potatoes in kelp beds, and wrote letters to her sister in Bergen.",
     "After 1933 the light was automated and the cottage became a small museum with her logs.",
     "Visitors today can read the Marigold rescue entry, dated 14 March 1919, in her own hand.",
+    "The museum also keeps the paraffin cans, her oilskin coat and a brass telescope from 1905.",
+    "Each summer the island holds a small festival with boat races named after the Marigold.",
     "Summarise what you know about Ada Quist, the Marigold and the Skerry light in a line.",
 ]
 

@@ -156,7 +156,7 @@ async def test_quitting_during_a_background_summary_keeps_the_fallback_record(
         Reply(text="answer that compacts " + "words " * 40),
         Reply(text="a summary that never arrives", first_byte_delay_s=30),
     )
-    events = await run_turn(session, "one more " + "words " * 30)
+    events = await run_turn(session, "one more " + "words " * 45)
     assert any(isinstance(e, ev.Compacted) for e in events)
     assert session.summaries.running  # the summary is being written
     conv_id = session.conversation.id if session.conversation else ""
@@ -269,7 +269,7 @@ async def test_a_summary_lands_after_another_newt_added_a_turn(fake_openai: Fake
             Reply(text="answer that compacts " + "words " * 40),
             Reply(text="the user asked about lorem ipsum", first_byte_delay_s=SLOW),
         )
-        events = await run_turn(first, "one more " + "words " * 30)
+        events = await run_turn(first, "one more " + "words " * 45)
         assert any(isinstance(e, ev.Compacted) for e in events)
         assert first.summaries.running
         conv_id = first.conversation.id if first.conversation else ""
@@ -307,7 +307,7 @@ async def test_a_turn_goes_before_a_summary_still_being_written(fake_openai: Fak
             Reply(text="the summary written after the turn"),
         )
         before = len(fake_openai.chat_requests)
-        events = await run_turn(session, "one more " + "words " * 30)
+        events = await run_turn(session, "one more " + "words " * 45)
         assert any(isinstance(e, ev.Compacted) for e in events)
         for _ in range(200):  # the summary request reached the server
             if len(fake_openai.chat_requests) >= before + 2:

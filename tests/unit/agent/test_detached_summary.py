@@ -35,7 +35,7 @@ async def _conversation_owing_a_summary(fake: FakeOpenAI) -> tuple[str, Path]:
             Reply(text="answer that compacts " + "words " * 40),
             Reply(text="cut off by close()", first_byte_delay_s=30),
         )
-        await run_turn(session, "one more " + "words " * 30)
+        await run_turn(session, "one more " + "words " * 45)
         assert session.summaries.running
         assert session.conversation is not None
         return session.conversation.id, session.store.db.path
