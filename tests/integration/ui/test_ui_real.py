@@ -187,8 +187,11 @@ async def test_first_run_setup_screen_saves_config(home: Path, fake_openai: Fake
         app.screen.query_one("#setup-base-url").value = fake_openai.base_url  # type: ignore[attr-defined]
         app.screen.query_one("#setup-model").value = "fake-model"  # type: ignore[attr-defined]
         save = app.screen.query_one("#setup-save")
-        save.scroll_visible(animate=False)  # below the local models the screen offers first
-        await pilot.pause()
+        for _ in range(50):  # below the local models the screen offers, which may still be coming
+            save.scroll_visible(animate=False)
+            await pilot.pause(0.02)
+            if save.region.height and app.screen.region.contains_region(save.region):
+                break
         await pilot.click("#setup-save")
         await chat_ready(pilot)
     saved = (home / "config.toml").read_text()
