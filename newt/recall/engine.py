@@ -9,8 +9,9 @@ A recall is a few cheap statements so it stays fast on large stores:
 3. rank in the FTS5 index alone (see fts_query.plan_search), reading no content;
 4. with embeddings: embed the query (briefly; on failure, lexical only), rank
    the stored vectors (see vectors.py) and fuse both rankings (`fuse`);
-5. read the best candidates' rows (the only full contents ever loaded), add
-   the messages next to the best hits and the newest later statement about
+5. read the best candidates' rows (the only full contents ever loaded), lift
+   a turn whose two halves both matched (`with_pairs`), add the messages next
+   to the best hits and the newest later statement about
    them (`_with_context`);
 6. one `UPDATE ... RETURNING` that counts the hit on exactly the returned records.
 """
@@ -25,7 +26,7 @@ from typing import Any
 
 from newt.recall.embedder import Embedder
 from newt.recall.fts_query import query_terms
-from newt.recall.fusion import LEXICAL_WEIGHT, boost, fuse
+from newt.recall.fusion import LEXICAL_WEIGHT, PAIR_SHARE, boost, fuse, with_pairs
 from newt.recall.newer import NewerStatements
 from newt.recall.retention import (
     DEFAULT_EXCERPT_TOKENS,
@@ -141,6 +142,7 @@ class RecallEngine:
         self.neighbour_share = NEIGHBOUR_SHARE
         self.newer_hits = NEWER_HITS
         self.newer_share = NEWER_SHARE
+        self.pair_share = PAIR_SHARE
         self.lexical_weight = LEXICAL_WEIGHT
         self.span_weight = SPAN_WEIGHT
 
@@ -203,7 +205,7 @@ class RecallEngine:
         """Best records first, and the words their excerpts should center on.
 
         Each record is one message (or note, summary, tool result), scored on
-        its own words. The lexical and meaning rankings are fused by rank; the
+        its own words. The lexical and meaning rankings are fused by score; the
         best hits bring the messages around them (the reply to a hit, the
         message it answered: what was said around a fact often names it) and
         the newest later record that shares the hit's rarest matched word (a
@@ -245,7 +247,7 @@ class RecallEngine:
             ranked = boost(ranked, lexical, said, self.lexical_weight, self.span_weight)
         if not ranked:
             return [], focus
-        records = await self._load(ranked[:pool], read)
+        records = with_pairs(await self._load(ranked[:pool], read), self.pair_share)
         records = await self._with_context(records, focus or words, excluded, read)
         if not count_hits:
             return records[:limit], focus

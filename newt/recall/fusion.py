@@ -1,5 +1,6 @@
-"""One ranking from the words' and the meaning's, and the lift of being said
-when the query says (docs/design.md section 7).
+"""One ranking from the words' and the meaning's, the lift of being said
+when the query says, and of a turn whose two halves both match
+(docs/design.md section 7).
 
 Scores, not only ranks, take part: a record far ahead of the rest in one
 ranking stays ahead (with reciprocal ranks the meaning path had cost recall).
@@ -8,10 +9,17 @@ ranking stays ahead (with reciprocal ranks the meaning path had cost recall).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+
+from newt.store.models import MemoryRecord
 
 # Share of the fused score that comes from the words (the rest from meaning);
 # benchmarks/locomo.py chose it.
 LEXICAL_WEIGHT = 0.6
+# A message whose other half of the turn is among the candidates too gains
+# PAIR_SHARE of that half's score (see with_pairs); benchmarks/locomo_ranks.py
+# chose it.
+PAIR_SHARE = 0.2
 
 
 def _unit_scores(
@@ -71,3 +79,26 @@ def boost(
         scores[rowid] = base * (1.0 + weight)
     order = {rowid: n for n, (rowid, _) in enumerate(fused)}
     return sorted(scores.items(), key=lambda item: (-item[1], order.get(item[0], len(order))))
+
+
+def with_pairs(records: Sequence[MemoryRecord], share: float) -> list[MemoryRecord]:
+    """`records` rescored, best first: a user's message and its reply that
+    both matched each gain `share` of the other's score.
+
+    Why: the exchange that answers a question often holds its words across
+    both halves ("How long have you had them?" / "Three years now!"), yet
+    each message stays scored on its own words first."""
+    if share <= 0:
+        return list(records)
+    halves: dict[int, list[MemoryRecord]] = {}
+    for r in records:
+        if r.turn_id is not None and r.role in ("user", "assistant"):
+            halves.setdefault(r.turn_id, []).append(r)
+    gain: dict[int, float] = {}
+    for pair in halves.values():
+        if len(pair) == 2:
+            first, second = pair
+            gain[first.id] = share * second.score
+            gain[second.id] = share * first.score
+    rescored = [replace(r, score=r.score + gain[r.id]) if r.id in gain else r for r in records]
+    return sorted(rescored, key=lambda r: -r.score)
