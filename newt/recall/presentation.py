@@ -149,7 +149,7 @@ def fit_block(
         range(len(report.capsules)), key=lambda i: (-report.capsules[i].retrieval_score, i)
     )
     limit = budget_tokens * CHARS_PER_TOKEN
-    # the header at its longest, the keys line's words, the blank line at the end
+    # the header at its longest and the blank line at the end
     used = len(_header(now, True)) + 2
     days: set[str] = set()
     keys_open = False
