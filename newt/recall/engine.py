@@ -35,6 +35,7 @@ from newt.recall.retention import (
     RetentionReport,
     retain_within_budget,
 )
+from newt.recall.sittings import SITTING_DEPTH, SITTING_SHARE, SITTING_TOP, with_sittings
 from newt.recall.time_span import time_spans
 from newt.recall.vectors import VectorIndex
 from newt.recall.word_ranking import MAX_SCORED, WordRanking
@@ -145,6 +146,9 @@ class RecallEngine:
         self.pair_share = PAIR_SHARE
         self.lexical_weight = LEXICAL_WEIGHT
         self.span_weight = SPAN_WEIGHT
+        self.sitting_share = SITTING_SHARE
+        self.sitting_depth = SITTING_DEPTH
+        self.sitting_top = SITTING_TOP
 
     async def recall(
         self,
@@ -249,6 +253,9 @@ class RecallEngine:
             return [], focus
         records = with_pairs(await self._load(ranked[:pool], read), self.pair_share)
         records = await self._with_context(records, focus or words, excluded, read)
+        records = with_sittings(
+            records, self.sitting_share, depth=self.sitting_depth, top=self.sitting_top
+        )
         if not count_hits:
             return records[:limit], focus
         return await self._count_hits(records[:limit]), focus
