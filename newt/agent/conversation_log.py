@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from newt.agent import events as ev
 from newt.agent.reply_stats import ReplyStats, TokenTally
-from newt.memory import MemoryProvider, record_summary
+from newt.memory import MemoryProvider, recall_text
 from newt.store import Conversation, Store, StoredTurn, make_title
 from newt.store.live_log import live_rows
 
@@ -168,7 +168,7 @@ class ConversationLog:
             record,
             resident_turns=resident,
             used_after=used_after,
-            summary=record_summary(record),
+            summary=recall_text(record),
         )
         rows, _, pending = self._seen
         self._seen = (rows + 1, turn_id, pending)

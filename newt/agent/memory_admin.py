@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from newt.memory.compaction import format_record
+from newt.memory.compaction import format_record, recall_text
 from newt.memory.forget_quotes import DROPPED_SUMMARY, forget_quotes
 from newt.recall import RecallEngine, RecallRequest
 from newt.store import Conversation, MemoryRecord, Store
@@ -218,8 +218,8 @@ class MemoryAdmin:
             changed = forget_quotes(current.user, olds)
             if changed is None:
                 continue
-            new_record, summary, how = changed
-            await self.eraser.rewrite_compaction(row_id, new_record, summary)
+            new_record, _, how = changed
+            await self.eraser.rewrite_compaction(row_id, new_record, recall_text(new_record))
             where = await self._where(conv_id, current.created_at)
             (report.dropped if how == "dropped" else report.rewritten).append(where)
         report.scrubbed = report.scrubbed and await self.eraser.scrub()

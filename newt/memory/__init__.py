@@ -37,6 +37,7 @@ from newt.memory.compaction import (
     format_record,
     is_record,
     owed_body,
+    recall_text,
     record_summary,
     summarizer_input,
 )
@@ -106,6 +107,7 @@ __all__ = [
     "is_record",
     "owed_body",
     "pieces",
+    "recall_text",
     "record_summary",
     "summarizer_input",
 ]

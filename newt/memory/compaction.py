@@ -133,6 +133,17 @@ def base_summary(record: str | None) -> str | None:
     return body or None
 
 
+def recall_text(record: str) -> str:
+    """What recall indexes of a record: its model-written summary, without the
+    owed part ("" when no summary was written yet).
+
+    Why: the owed part quotes the user's removed messages, which recall holds
+    verbatim as records of their own, dated when each was said; indexed here
+    too, a quote of an old value came back dated when the record was written,
+    after a correction said before it."""
+    return base_summary(record) or ""
+
+
 def owed_body(
     summary: str | None,
     owed: Sequence[Turn],

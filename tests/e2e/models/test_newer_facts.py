@@ -218,6 +218,30 @@ async def test_the_correction_itself_was_pruned_too(chat: Chat) -> None:
     assert old_line.split(",")[0] != new_line.split(",")[0]
 
 
+async def test_talked_over_at_length_then_corrected_once_both_pruned(chat: Chat) -> None:
+    """The old value fills a whole sitting (each message matches the question
+    better than the one-line correction does); the correction, said once
+    weeks later, rides along and is read after every old line."""
+    old = [
+        "My sister lives in Tromsø now.",
+        "Yes, my sister loves Tromsø, she lives near the harbour.",
+        "My sister says Tromsø winters are dark but she likes living there.",
+        "My sister took me round Tromsø, where she lives, the whole weekend.",
+        "My sister lives close to the Tromsø bridge.",
+    ]
+    for line in old:
+        await chat.say(line, "Tromsø sounds lovely.", days=0.001)
+    await chat.filler(6)
+    new = "Actually my sister moved to Bergen last month."
+    await chat.say(new, "Bergen is lovely too!", days=20)
+    await chat.filler()
+    messages = await chat.ask("Where does my sister live now?")
+    history = history_of(messages)
+    assert new not in history and not any(line in history for line in old)
+    for line in old:
+        assert_newest_wins(messages, line, new)
+
+
 async def test_told_in_an_earlier_conversation_corrected_in_todays(chat: Chat) -> None:
     old = "My cat Mochi weighs 4 kilos."
     await chat.say(old, "A healthy weight!")

@@ -479,13 +479,15 @@ async def test_pre_send_guard_compacts_before_a_prompt_that_would_not_fit(
         log = await session.history()
         # the record follows the turn it was made for, as restore expects
         assert [t.kind for t in log[-2:]] == ["turn", "compaction"]
-        # recall indexes the record's summary, not its frame: a capsule of it is
-        # never the frame's first line, and the frame's words match nothing
+        # recall indexes the record's model-written summary alone: not its frame
+        # (the frame's words match nothing) and not the owed part, whose quotes
+        # of the user's messages recall holds as records of their own
         record = await session.fetch_record(f"c{log[-1].id}")
-        assert record is not None and not record.content.startswith(COMPACTION_MARKER)
-        assert "question 0 dolor sit amet" in record.content  # the owed body, unframed
+        assert record is not None and record.content == ""  # no summary written yet
         found = await session.recall.recall(RecallRequest("reference material context window"))
         assert not [m for m in found.memories if m.source == "compaction"]
+        quoted = await session.recall.recall(RecallRequest("question 0 dolor sit amet"))
+        assert quoted.memories and all(m.source == "turn" for m in quoted.memories)
     finally:
         await close(store, session)
 
