@@ -337,6 +337,27 @@ async def m013_imports(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m014_summaries_indexed_alone(conn: aiosqlite.Connection) -> None:
+    # A compaction record is recalled by its model-written summary alone
+    # (newt.memory.compaction.recall_text): the owed part, from its count line
+    # on, quotes the user's removed messages, which are records of their own.
+    # The update trigger re-indexes the text and drops its vectors.
+    await run_script(
+        conn,
+        """
+        UPDATE memory_records SET content = rtrim(
+                substr(content, 1, instr(content, 'No summary written yet: ') - 1),
+                char(10, 13, 32))
+            WHERE source = 'compaction' AND instr(content, 'No summary written yet: ') > 0;
+        UPDATE memory_records SET content = rtrim(
+                substr(content, 1, instr(content, 'Summary generation was unavailable. ') - 1),
+                char(10, 13, 32))
+            WHERE source = 'compaction'
+              AND instr(content, 'Summary generation was unavailable. ') > 0;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
@@ -351,6 +372,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (11, "said_at_index", m011_said_at_index),
     (12, "memory_ownership", m012_memory_ownership),
     (13, "imports", m013_imports),
+    (14, "summaries_indexed_alone", m014_summaries_indexed_alone),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
