@@ -34,6 +34,12 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has already exited
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C as a user's terminal delivers it. A shell running
+    the tests in the background ignores SIGINT, and children inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_gone(pid: int, seconds: float = 15.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -52,6 +58,7 @@ def test_the_server_does_not_outlive_its_client(how: signal.Signals) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        preexec_fn=_default_sigint,
     )
     server_pid = 0
     try:
@@ -108,6 +115,7 @@ def test_newt_print_mode_leaves_no_server(
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        preexec_fn=_default_sigint,
         text=True,
     )
     servers: list[int] = []
