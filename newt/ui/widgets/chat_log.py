@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -187,15 +187,33 @@ class ChatLog(VerticalScroll, LogHost, can_focus=True):
             await self.replace_all(self.entries[:last])
 
     async def replace_all(self, entries: Iterable[Entry]) -> None:
-        await self.remove_children(self._entry_widgets())
-        self.entries = list(entries)
-        self._first = max(0, len(self.entries) - INITIAL)
-        widgets = [widget_for(e) for e in self.entries[self._first :]]
-        if widgets:
-            await self.mount_all(widgets)
-        self._update_earlier()
+        """Show `entries` instead: the mounted widgets whose entries are unchanged
+        stay, the rest are replaced in one frame. A regenerate or a reload after
+        one would otherwise blank the whole log for a frame."""
+        new = list(entries)
+        first = self._first
+        if not (first <= len(new) and len(new) - first <= WINDOW):
+            first = max(0, len(new) - INITIAL)
+        mounted = self._entry_widgets()
+        kept = 0
+        if first == self._first:
+            for widget, entry in zip(mounted, new[first:], strict=False):
+                shown = cast("EntryWidget", widget).entry
+                if shown != entry:
+                    break
+                new[first + kept] = shown  # the widget and the log share one entry
+                kept += 1
+        with self.app.batch_update():
+            if kept < len(mounted):
+                await self.remove_children(mounted[kept:])
+            self.entries = new
+            self._first = first
+            widgets = [widget_for(e) for e in new[first + kept :]]
+            if widgets:
+                await self.mount_all(widgets)
+            self._update_earlier()
         self.anchor()
-        # Replacing the children resets the scroll offset to the top, which
+        # Replacing the children may reset the scroll offset to the top, which
         # must not count as the user asking for earlier messages.
         self._loading_earlier = True
         self.call_after_refresh(self._settle)

@@ -63,6 +63,16 @@ def test_regenerate_edit_attach_and_fork_in_a_terminal(tmp_path: Path) -> None:
 
         # regenerate: the new reply replaces the old one, which is never sent again
         term.keys("C-r")
+        # and the turn before it never leaves the screen, not even for a frame
+        deadline = time.monotonic() + 20
+        frames = []
+        while "sunlight reaches its bottom" not in (frames or [""])[-1]:
+            assert time.monotonic() < deadline, frames[-1]
+            frames.append(term.screen())
+        for _ in range(30):  # the reload after the reply is stored
+            frames.append(term.screen())
+            time.sleep(0.01)
+        assert all("large body of still water" in f for f in frames)
         screen = term.wait_for("sunlight reaches its bottom")
         assert "Ponds are smaller than lakes." not in screen
         assert screen.count("And a pond?") == 1

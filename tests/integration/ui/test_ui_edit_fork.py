@@ -204,3 +204,26 @@ async def test_an_image_the_backend_refuses_is_explained_and_the_prompt_kept(
         await pilot.pause(0.2)
         assert screen.prompt.text == "what is in @dot.png"
         assert len(fake_openai.chat_requests) == 1
+
+
+async def test_regenerate_keeps_the_earlier_messages_mounted(
+    home: Path,  # noqa: F811
+    fake_openai: FakeOpenAI,
+) -> None:
+    """The turns before the regenerated one keep their widgets through the drop
+    and the reload: replacing them all blanked the log for a frame."""
+    fake_openai.script(Reply(text="one"), Reply(text="two"), Reply(text="TWO again"))
+    app = NewtApp(config_for(fake_openai))
+    async with app.run_test(size=(110, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "first")
+        await wait_idle(pilot, screen)
+        await type_and_send(pilot, "second")
+        await wait_idle(pilot, screen)
+        before = screen.log_view.query(UserMessage).first()
+        await pilot.press("ctrl+r")
+        await wait_idle(pilot, screen)
+        await pilot.pause()
+        assert shown(screen.log_view)[-1] == ("assistant", "TWO again")
+        after = screen.log_view.query(UserMessage).first()
+        assert after is before and after.entry is screen.log_view.entries[0]
