@@ -27,7 +27,7 @@ from typing import Any
 from newt.recall.embedder import Embedder
 from newt.recall.fts_query import query_terms
 from newt.recall.fusion import LEXICAL_WEIGHT, PAIR_SHARE, boost, fuse, with_pairs
-from newt.recall.newer import NewerStatements
+from newt.recall.newer import NewerStatements, later_statements, with_newer
 from newt.recall.retention import (
     DEFAULT_EXCERPT_TOKENS,
     LINE_TOKENS,
@@ -96,6 +96,7 @@ def to_candidates(records: Sequence[MemoryRecord], now: float) -> list[Retention
             role=r.role or "",
             said_at=r.said_at,
             kind=r.source,
+            newer=r.newer_key or "",
         )
         for r in records
     ]
@@ -256,9 +257,10 @@ class RecallEngine:
         records = with_sittings(
             records, self.sitting_share, depth=self.sitting_depth, top=self.sitting_top
         )
+        records = with_newer(records, limit)
         if not count_hits:
-            return records[:limit], focus
-        return await self._count_hits(records[:limit]), focus
+            return records, focus
+        return await self._count_hits(records), focus
 
     async def _read_ahead(
         self, ranked: list[tuple[int, float]], terms: list[str], excluded: set[int], read: _Read
@@ -276,23 +278,37 @@ class RecallEngine:
         found = {r.id: r for r in hits}
         extra: dict[int, MemoryRecord] = {}
 
-        def offer(record: MemoryRecord, score: float) -> None:
+        def offer(record: MemoryRecord, score: float, newer_key: str | None = None) -> None:
             if record.id in excluded:
                 return
-            known = found.get(record.id) or extra.get(record.id)
-            if known is None or known.score < score:
-                extra[record.id] = replace(record, score=score)
+            known = max(
+                (r.score for r in (found.get(record.id), extra.get(record.id)) if r is not None),
+                default=None,
+            )
+            if known is None or known < score:
+                extra[record.id] = replace(record, score=score, newer_key=newer_key)
 
+        # A record's newer statement goes wherever the record goes, and so
+        # does wherever its neighbours go: what was said around an old value
+        # is old too. Every candidate is linked to the newest later candidate
+        # sharing a query word with it; the best hits also look in the store.
+        later = later_statements(hits, await self.newer_statements.linking_terms(hits, terms))
+        for n, hit in enumerate(hits):
+            newer = later.get(hit.id)
+            if n < self.newer_hits:
+                stored = await self._newer(hit, terms, excluded, read)
+                if stored is not None and (newer is None or stored.said_at > newer.said_at):
+                    newer = stored
+                if newer is not None:
+                    offer(newer, hit.score * self.newer_share)
+            if newer is not None:
+                found[hit.id] = replace(found[hit.id], newer_key=newer.key)
         await self._read_neighbours(hits[: self.neighbour_hits], read)
         for hit in hits[: self.neighbour_hits]:
             if hit.role not in ("user", "assistant") or hit.turn_id is None:
                 continue
             for near in read.neighbours[hit.id]:
-                offer(near, hit.score * self.neighbour_share)
-        for hit in hits[: self.newer_hits]:
-            newer = await self._newer(hit, terms, excluded, read)
-            if newer is not None:
-                offer(newer, hit.score * self.newer_share)
+                offer(near, hit.score * self.neighbour_share, found[hit.id].newer_key)
         for rid, record in extra.items():
             found[rid] = record
         return sorted(found.values(), key=lambda r: -r.score)

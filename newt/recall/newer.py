@@ -1,5 +1,7 @@
-"""A hit's newer statement: the newest record said after it that holds its
-rarest query word (docs/design.md section 7). Why: an old value never
+"""Newer statements (docs/design.md section 7): for the best hits, the newest
+record in the store said after it that holds its rarest query word; for every
+candidate, the newest later candidate holding a query word it holds; and the
+cut that keeps a record only with its newer one. Why: an old value never
 comes alone when a later statement about the same thing exists.
 """
 
@@ -43,12 +45,47 @@ _NEWER_SPAN = """
 """
 
 
+# A word most candidates hold is looked up among the LINK_SAMPLE newest
+# records: held by over half of them (and by more than RARE_DF), it names no
+# particular thing and links nothing. A sample, so the look-up stays cheap.
+_LINK_SHARE = 0.5
+LINK_SAMPLE = 2048
+_SAMPLE = "SELECT count(*) FROM memory_records WHERE id > (SELECT max(id) FROM memory_records) - ?"
+_HELD_IN_SAMPLE = (
+    "SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?"
+    " AND rowid > (SELECT max(id) FROM memory_records) - ?"
+)
+
+
 class NewerStatements:
     """Finds a hit's newer statement; the words' document frequencies come from `words`."""
 
     def __init__(self, db: Database, words: WordRanking) -> None:
         self.db = db
         self._words = words
+
+    async def linking_terms(self, candidates: list[MemoryRecord], terms: list[str]) -> list[str]:
+        """The query words that tell what a record is about: all but those
+        held by over half of the newest records (a speaker's name opening
+        each of their lines in a transcript). Only a word most candidates
+        hold is counted, so a rare word costs nothing."""
+        if not candidates:
+            return terms
+        texts = [r.content.lower() for r in candidates]
+        crowded = [t for t in terms if sum(holds(x, t) for x in texts) > _LINK_SHARE * len(texts)]
+        if not crowded:
+            return terms
+        ((sample,),) = await self.db.conn.execute_fetchall(_SAMPLE, (LINK_SAMPLE,))
+        # never in a small store, where a topic may well fill half of it
+        most = max(int(sample) // 2, RARE_DF)
+        dropped = set()
+        for term in crowded:
+            ((held,),) = await self.db.conn.execute_fetchall(
+                _HELD_IN_SAMPLE, (quote(term), LINK_SAMPLE)
+            )
+            if held > most:
+                dropped.add(term)
+        return [t for t in terms if t not in dropped]
 
     async def of(
         self, hit: MemoryRecord, terms: list[str], excluded: set[int]
@@ -78,6 +115,50 @@ class NewerStatements:
             return rows
         (seen,) = await self.db.conn.execute_fetchall(_NEWER_SPAN, (*params[1:], NEWER_WINDOW))
         return rows if seen[0] < NEWER_WINDOW else None
+
+
+def later_statements(candidates: list[MemoryRecord], terms: list[str]) -> dict[int, MemoryRecord]:
+    """For each candidate (by id), the newest candidate said after it that
+    holds one of the query words it holds. Why any word and not the rarest: a
+    later statement about the same thing may share only its subject with it
+    ("my sister" moved) and not its rarest word ("lives")."""
+    held = {r.id: [t for t in terms if holds(r.content.lower(), t)] for r in candidates}
+    newest: dict[str, MemoryRecord] = {}
+    for record in candidates:
+        for term in held[record.id]:
+            best = newest.get(term)
+            if best is None or (record.said_at, record.id) > (best.said_at, best.id):
+                newest[term] = record
+    later: dict[int, MemoryRecord] = {}
+    for record in candidates:
+        options = [newest[t] for t in held[record.id] if newest[t].said_at > record.said_at]
+        if options:
+            later[record.id] = max(options, key=lambda r: (r.said_at, r.id))
+    return later
+
+
+def with_newer(records: list[MemoryRecord], limit: int) -> list[MemoryRecord]:
+    """At most `limit` of `records`, best first, each record with a newer
+    statement kept only together with it: a superseded value never leaves
+    recall alone."""
+    by_key = {r.key: r for r in records}
+    kept: list[MemoryRecord] = []
+    keys: set[str] = set()
+    for record in records:
+        if len(kept) >= limit:
+            break
+        if record.key in keys:
+            continue
+        group = [record]
+        newer = by_key.get(record.newer_key or "")
+        while newer is not None and newer.key not in keys and newer not in group:
+            group.append(newer)  # and its newer one, and so on
+            newer = by_key.get(newer.newer_key or "")
+        if len(kept) + len(group) > limit:
+            continue
+        kept += group
+        keys.update(r.key for r in group)
+    return [r for r in records if r.key in keys]
 
 
 def holds(text: str, word: str) -> bool:

@@ -141,7 +141,9 @@ def fit_block(
     fits (its line, its day's line if that day is new, its key if cut short);
     one that does not fit is skipped, so a shorter one after it may. The
     report may offer more than fits: its packing knows neither the header nor
-    which capsules share a day, so it is asked for more and this decides."""
+    which capsules share a day, so it is asked for more and this decides.
+    A capsule whose newer statement (`newer`) is offered goes only with it:
+    both, or neither, so a superseded value never comes alone."""
     if report is None:
         return None, ""
     now = time.time() if now is None else now
@@ -154,22 +156,35 @@ def fit_block(
     days: set[str] = set()
     keys_open = False
     kept: list[int] = []
+    taken: set[int] = set()
+    by_key = {c.retrieval_key: i for i, c in enumerate(report.capsules)}
     for i in order:
-        capsule = report.capsules[i]
-        said_on = when(capsule.said_at, now)
-        cost = len(_line(capsule)) + 1
-        if said_on not in days:
-            cost += len(_day_line(said_on)) + 1
-        if keys and not capsule.whole:
-            cost += len(capsule.retrieval_key) + 2
-            if not keys_open:
-                cost += len(KEYS_LINE.format(keys="")) + 1
+        if i in taken:
+            continue
+        group = [i]
+        newer = by_key.get(report.capsules[i].newer)
+        while newer is not None and newer not in taken and newer not in group:
+            group.append(newer)  # a statement goes only with its newer one, and so on
+            newer = by_key.get(report.capsules[newer].newer)
+        cost, group_days, group_keys = 0, set(days), keys_open
+        for j in group:
+            capsule = report.capsules[j]
+            said_on = when(capsule.said_at, now)
+            cost += len(_line(capsule)) + 1
+            if said_on not in group_days:
+                cost += len(_day_line(said_on)) + 1
+                group_days.add(said_on)
+            if keys and not capsule.whole:
+                cost += len(capsule.retrieval_key) + 2
+                if not group_keys:
+                    cost += len(KEYS_LINE.format(keys="")) + 1
+                group_keys = True
         if used + cost > limit:
             continue
         used += cost
-        days.add(said_on)
-        keys_open = keys_open or (keys and not capsule.whole)
-        kept.append(i)
+        days, keys_open = group_days, group_keys
+        kept += group
+        taken.update(group)
     capsules = [report.capsules[i] for i in kept]
     fitted = replace(
         report,

@@ -14,6 +14,9 @@ The rules, each pinned by a test:
   verbatim excerpt of at most excerpt_tokens * 4 characters around the query;
 - a capsule that does not fit what remains is skipped (a shorter one after it
   may fit); packing stops when less than key + MIN_EXCERPT_TOKENS remains;
+- a candidate whose `newer` statement is offered too goes only with it (and
+  with that one's newer one, and so on): all packed, or, when they do not
+  all fit, none;
 - retained_tokens <= budget_tokens; candidates are never mutated;
 - dropped = len(candidates) - len(capsules).
 """
@@ -73,6 +76,8 @@ class RetentionCandidate:
     said_at: float = 0.0
     kind: str = "turn"
     """The record's kind: "turn", "note" or "compaction"."""
+    newer: str = ""
+    """The key of a later record about the same thing: it goes wherever this one goes."""
 
 
 @dataclass
@@ -92,6 +97,8 @@ class EvidenceCapsule:
     kind: str = "turn"
     whole: bool = True
     """The excerpt is the whole record (False: cut; fetch_record has the rest)."""
+    newer: str = ""
+    """The key of a later record about the same thing: it goes wherever this one goes."""
 
 
 @dataclass
@@ -127,33 +134,52 @@ def retain_within_budget(
     # sorted() is stable, so equal scores keep input order: the last tie-break.
     order = sorted(candidates, key=lambda c: -_score(c.retrieval_score))
 
-    remaining = budget
-    capsules: list[EvidenceCapsule] = []
-    for candidate in order:
+    offered = {c.id: c for c in order}
+
+    def capsule(candidate: RetentionCandidate) -> EvidenceCapsule | None:
         key = candidate.id
         key_tokens = est_tokens(key) + max(line_tokens, 0)
+        excerpt = select_excerpt(candidate.content, excerpt_cap * CHARS_PER_TOKEN, terms)
+        if not excerpt.strip():
+            return None
+        return EvidenceCapsule(
+            key,
+            key,
+            excerpt,
+            est_tokens(excerpt) + key_tokens,
+            recoverability(candidate.age_hours, candidate.access_count),
+            _score(candidate.retrieval_score),
+            candidate.role,
+            candidate.said_at,
+            candidate.kind,
+            excerpt == candidate.content,
+            candidate.newer,
+        )
+
+    remaining = budget
+    capsules: list[EvidenceCapsule] = []
+    taken: set[str] = set()
+    for candidate in order:
+        if candidate.id in taken:
+            continue
+        key_tokens = est_tokens(candidate.id) + max(line_tokens, 0)
         if remaining < key_tokens + MIN_EXCERPT_TOKENS:
             break
-        max_chars = excerpt_cap * CHARS_PER_TOKEN
-        excerpt = select_excerpt(candidate.content, max_chars, terms)
-        tokens = est_tokens(excerpt) + key_tokens
-        if not excerpt.strip() or tokens > remaining:
+        group = [candidate]
+        newer = offered.get(candidate.newer)
+        while newer is not None and newer.id not in taken and newer not in group:
+            group.append(newer)  # and its newer one, and so on
+            newer = offered.get(newer.newer)
+        made = [capsule(c) for c in group]
+        if made[0] is None:
+            continue
+        kept = [c for c in made if c is not None]
+        tokens = sum(c.tokens for c in kept)
+        if tokens > remaining:
             continue
         remaining -= tokens
-        capsules.append(
-            EvidenceCapsule(
-                key,
-                key,
-                excerpt,
-                tokens,
-                recoverability(candidate.age_hours, candidate.access_count),
-                _score(candidate.retrieval_score),
-                candidate.role,
-                candidate.said_at,
-                candidate.kind,
-                excerpt == candidate.content,
-            )
-        )
+        capsules += kept
+        taken.update(c.retrieval_key for c in kept)
 
     return RetentionReport(
         budget_tokens=budget,

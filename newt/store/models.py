@@ -101,6 +101,9 @@ class MemoryRecord:
     """When it was said (a turn's time; an imported turn keeps its own)."""
     turn_id: int | None = None
     """The turn (or compaction row) it belongs to; None for a note."""
+    newer_key: str | None = None
+    """Recall only: the key of a later record about the same thing (its newer
+    statement), which must ride along wherever this one goes."""
 
 
 @dataclass

@@ -218,10 +218,32 @@ async def test_the_correction_itself_was_pruned_too(chat: Chat) -> None:
     assert old_line.split(",")[0] != new_line.split(",")[0]
 
 
+@pytest.fixture(params=["off", "auto"], ids=["words", "words+meaning"])
+async def small_chat(fake_openai: FakeOpenAI, request: pytest.FixtureRequest) -> Any:
+    """A 1,024-token window: the recalled block holds four or five short lines."""
+    config = CONFIG.format(request.param).replace("2048", "1024")
+    session = await ChatSession.open(make_config(fake_openai.base_url, config))
+    try:
+        yield Chat(fake_openai, session)
+    finally:
+        await session.close()
+
+
 async def test_talked_over_at_length_then_corrected_once_both_pruned(chat: Chat) -> None:
     """The old value fills a whole sitting (each message matches the question
     better than the one-line correction does); the correction, said once
     weeks later, rides along and is read after every old line."""
+    await talked_over_then_corrected(chat)
+
+
+async def test_talked_over_then_corrected_in_a_small_window(small_chat: Chat) -> None:
+    """The block holds fewer lines than the old sitting has: the correction
+    still rides with the first old line packed (a statement goes only with
+    its newer one), never left out for a sixth stale line."""
+    await talked_over_then_corrected(small_chat)
+
+
+async def talked_over_then_corrected(chat: Chat) -> None:
     old = [
         "My sister lives in Tromsø now.",
         "Yes, my sister loves Tromsø, she lives near the harbour.",

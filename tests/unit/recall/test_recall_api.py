@@ -42,6 +42,7 @@ def test_dataclass_fields_match_the_design() -> None:
         ("role", ""),
         ("said_at", 0.0),
         ("kind", "turn"),
+        ("newer", ""),
     ]
     capsule = _fields(newt.recall.EvidenceCapsule)
     assert [n for n, _ in capsule[:5]] == [

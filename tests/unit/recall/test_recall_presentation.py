@@ -277,3 +277,19 @@ async def test_failed_turns_are_not_recalled(store: Store) -> None:
     engine = RecallEngine(store)
     assert (await engine.recall(RecallRequest("vault code"))).memories == []
     assert await store.records.count() == 0
+
+
+def test_a_capsule_goes_into_the_block_only_with_its_newer_statement() -> None:
+    old = replace(_capsule("t1", MONDAY, score=9.0), newer="t9")
+    other = _capsule("t2", MONDAY + DAY, score=8.0)
+    newer = _capsule("t9", MONDAY + 9 * DAY, score=1.0)
+    report = RetentionReport(100, 15, [old, other, newer])
+    pair = replace(report, capsules=[old, newer])
+    budget = est_tokens(evidence_block(pair, now=NOW, history_since=NOW))
+    fitted, text = fit_block(report, budget, now=NOW)
+    assert fitted is not None and [c.id for c in fitted.capsules] == ["t1", "t9"]
+    assert text.index("excerpt t1") < text.index("excerpt t9")  # the newer read last
+    # no room for both: never the old one alone
+    fitted, text = fit_block(report, budget - 5, now=NOW)
+    assert fitted is not None and "t1" not in [c.id for c in fitted.capsules]
+    assert est_tokens(text) <= budget - 5

@@ -325,3 +325,32 @@ def test_random_inputs_keep_every_invariant() -> None:
         assert next(packed, None) is None  # nothing packed beyond the rules
         scores = [c.retrieval_score for c in report.capsules]
         assert scores == sorted(scores, reverse=True)
+
+
+def test_a_candidate_goes_only_with_its_newer_statement() -> None:
+    old = RetentionCandidate("t1", "x" * 80, 0, 0.0, retrieval_score=9.0, newer="t9")
+    other = cand("t2", "y" * 80, score=8.0)
+    newer = cand("t9", "z" * 80, score=1.0)
+    both = sum(est_tokens(c.content) + est_tokens(c.id) for c in (old, newer))
+    # room for the old one and its newer one: both, the newer packed though it scores lowest
+    report = retain_within_budget([old, other, newer], both)
+    assert [c.id for c in report.capsules] == ["t1", "t9"]
+    assert report.capsules[0].newer == "t9"
+    # room for one: never the old value alone; the next best goes instead
+    report = retain_within_budget([old, other, newer], both - 1)
+    assert [c.id for c in report.capsules] == ["t2"]
+    # a newer statement that is not offered (it is in the request already) binds nothing
+    report = retain_within_budget([old, other], both - 1)
+    assert [c.id for c in report.capsules] == ["t1"]
+
+
+def test_a_chain_of_newer_statements_goes_whole_or_not_at_all() -> None:
+    first = RetentionCandidate("t1", "a" * 40, 0, 0.0, retrieval_score=9.0, newer="t5")
+    middle = RetentionCandidate("t5", "b" * 40, 0, 0.0, retrieval_score=2.0, newer="t9")
+    last = cand("t9", "c" * 40, score=1.0)
+    other = cand("t2", "d" * 40, score=8.0)
+    chain = sum(est_tokens(c.content) + est_tokens(c.id) for c in (first, middle, last))
+    report = retain_within_budget([first, other, middle, last], chain)
+    assert [c.id for c in report.capsules] == ["t1", "t5", "t9"]
+    report = retain_within_budget([first, other, middle, last], chain - 1)
+    assert "t1" not in [c.id for c in report.capsules]
