@@ -119,7 +119,8 @@ class NewerStatements:
 
 def later_statements(candidates: list[MemoryRecord], terms: list[str]) -> dict[int, MemoryRecord]:
     """For each candidate (by id), the newest candidate said after it that
-    holds one of the query words it holds. Why any word and not the rarest: a
+    holds one of the query words it holds, and that one's, to the end of the
+    chain. Why any word and not the rarest: a
     later statement about the same thing may share only its subject with it
     ("my sister" moved) and not its rarest word ("lives")."""
     held = {r.id: [t for t in terms if holds(r.content.lower(), t)] for r in candidates}
@@ -134,6 +135,12 @@ def later_statements(candidates: list[MemoryRecord], terms: list[str]) -> dict[i
         options = [newest[t] for t in held[record.id] if newest[t].said_at > record.said_at]
         if options:
             later[record.id] = max(options, key=lambda r: (r.said_at, r.id))
+    # straight to the end of the chain (each step is said later, so it ends):
+    # the newest statement rides along, not every one in between
+    for rid, newer in later.items():
+        while newer.id in later:
+            newer = later[newer.id]
+        later[rid] = newer
     return later
 
 

@@ -16,6 +16,7 @@ from newt.recall import (
     recoverability,
 )
 from newt.recall.engine import MIN_POOL, NEIGHBOUR_SHARE, NEWER_SHARE, POOL_FACTOR, fuse
+from newt.recall.newer import later_statements
 from newt.store import Store
 
 FILLER = (
@@ -514,3 +515,14 @@ async def test_in_a_small_store_a_topic_word_still_links(store: Store) -> None:
     found = (await engine.recall(RecallRequest("sister"))).memories
     assert await engine.newer_statements.linking_terms(found, ["sister"]) == ["sister"]
     assert {m.key: m.newer_key for m in found}["old"] == "new"
+
+
+def test_a_record_links_straight_to_the_end_of_its_chain() -> None:
+    def rec(i: int, text: str) -> MemoryRecord:
+        return MemoryRecord(i, f"n{i}", "note", None, text, 0, START + i, said_at=START + i)
+
+    a = rec(1, "the locker by the gym")
+    b = rec(2, "the locker code changed")  # newer than a: shares "locker"
+    c = rec(3, "the code is now 9941")  # newer than b: shares "code", not a's word
+    later = later_statements([a, b, c], ["locker", "code"])
+    assert later[a.id] is c and later[b.id] is c and c.id not in later
