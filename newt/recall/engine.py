@@ -27,7 +27,7 @@ from typing import Any
 from newt.recall.embedder import Embedder
 from newt.recall.fts_query import query_terms
 from newt.recall.fusion import LEXICAL_WEIGHT, PAIR_SHARE, boost, fuse, with_pairs
-from newt.recall.newer import NewerStatements, later_statements, with_newer
+from newt.recall.newer import NewerStatements, held_terms, later_statements, with_newer
 from newt.recall.retention import (
     DEFAULT_EXCERPT_TOKENS,
     LINE_TOKENS,
@@ -292,7 +292,9 @@ class RecallEngine:
         # does wherever its neighbours go: what was said around an old value
         # is old too. Every candidate is linked to the newest later candidate
         # sharing a query word with it; the best hits also look in the store.
-        later = later_statements(hits, await self.newer_statements.linking_terms(hits, terms))
+        held = held_terms(hits, terms)
+        linking = set(await self.newer_statements.linking_terms(held, terms))
+        later = later_statements(hits, {i: [t for t in h if t in linking] for i, h in held.items()})
         for n, hit in enumerate(hits):
             newer = later.get(hit.id)
             if n < self.newer_hits:

@@ -8,6 +8,7 @@ comes alone when a later statement about the same thing exists.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 from newt.recall.fts_query import RARE_DF, quote
@@ -64,15 +65,14 @@ class NewerStatements:
         self.db = db
         self._words = words
 
-    async def linking_terms(self, candidates: list[MemoryRecord], terms: list[str]) -> list[str]:
+    async def linking_terms(self, held: dict[int, list[str]], terms: list[str]) -> list[str]:
         """The query words that tell what a record is about: all but those
         held by over half of the newest records (a speaker's name opening
-        each of their lines in a transcript). Only a word most candidates
-        hold is counted, so a rare word costs nothing."""
-        if not candidates:
-            return terms
-        texts = [r.content.lower() for r in candidates]
-        crowded = [t for t in terms if sum(holds(x, t) for x in texts) > _LINK_SHARE * len(texts)]
+        each of their lines in a transcript). `held`: the words each
+        candidate holds (`held_terms`). Only a word most candidates hold is
+        counted in the store, so a rare word costs nothing."""
+        counts = Counter(t for words in held.values() for t in words)
+        crowded = [t for t in terms if counts[t] > _LINK_SHARE * len(held)]
         if not crowded:
             return terms
         ((sample,),) = await self.db.conn.execute_fetchall(_SAMPLE, (LINK_SAMPLE,))
@@ -80,10 +80,10 @@ class NewerStatements:
         most = max(int(sample) // 2, RARE_DF)
         dropped = set()
         for term in crowded:
-            ((held,),) = await self.db.conn.execute_fetchall(
+            ((count,),) = await self.db.conn.execute_fetchall(
                 _HELD_IN_SAMPLE, (quote(term), LINK_SAMPLE)
             )
-            if held > most:
+            if count > most:
                 dropped.add(term)
         return [t for t in terms if t not in dropped]
 
@@ -117,13 +117,23 @@ class NewerStatements:
         return rows if seen[0] < NEWER_WINDOW else None
 
 
-def later_statements(candidates: list[MemoryRecord], terms: list[str]) -> dict[int, MemoryRecord]:
+def held_terms(candidates: list[MemoryRecord], terms: list[str]) -> dict[int, list[str]]:
+    """The query words each candidate holds, by its id."""
+    held: dict[int, list[str]] = {}
+    for record in candidates:
+        text = record.content.lower()
+        held[record.id] = [t for t in terms if holds(text, t)]
+    return held
+
+
+def later_statements(
+    candidates: list[MemoryRecord], held: dict[int, list[str]]
+) -> dict[int, MemoryRecord]:
     """For each candidate (by id), the newest candidate said after it that
-    holds one of the query words it holds, and that one's, to the end of the
-    chain. Why any word and not the rarest: a
+    holds one of the query words it holds (`held`, from `held_terms`), and
+    that one's, to the end of the chain. Why any word and not the rarest: a
     later statement about the same thing may share only its subject with it
     ("my sister" moved) and not its rarest word ("lives")."""
-    held = {r.id: [t for t in terms if holds(r.content.lower(), t)] for r in candidates}
     newest: dict[str, MemoryRecord] = {}
     for record in candidates:
         for term in held[record.id]:

@@ -16,7 +16,7 @@ from newt.recall import (
     recoverability,
 )
 from newt.recall.engine import MIN_POOL, NEIGHBOUR_SHARE, NEWER_SHARE, POOL_FACTOR, fuse
-from newt.recall.newer import later_statements
+from newt.recall.newer import held_terms, later_statements
 from newt.store import Store
 
 FILLER = (
@@ -503,9 +503,10 @@ async def test_a_word_in_most_of_the_store_links_nothing(store: Store) -> None:
     assert links["old"] == "new"
     assert all(link in (None, "new") for link in links.values())  # never the newest "Nate" line
     terms = ["nate", "turtles"]
-    assert await engine.newer_statements.linking_terms(found, terms) == ["turtles"]
+    linking = engine.newer_statements.linking_terms
+    assert await linking(held_terms(found, terms), terms) == ["turtles"]
     small = [m for m in found if m.key in ("old", "new")]  # few candidates, all with "nate"
-    assert await engine.newer_statements.linking_terms(small, terms) == ["turtles"]
+    assert await linking(held_terms(small, terms), terms) == ["turtles"]
 
 
 async def test_in_a_small_store_a_topic_word_still_links(store: Store) -> None:
@@ -513,7 +514,8 @@ async def test_in_a_small_store_a_topic_word_still_links(store: Store) -> None:
     await store.records.add("new", "note", "My sister moved to Bergen.", created_at=START + DAY)
     engine = RecallEngine(store)
     found = (await engine.recall(RecallRequest("sister"))).memories
-    assert await engine.newer_statements.linking_terms(found, ["sister"]) == ["sister"]
+    held = held_terms(found, ["sister"])
+    assert await engine.newer_statements.linking_terms(held, ["sister"]) == ["sister"]
     assert {m.key: m.newer_key for m in found}["old"] == "new"
 
 
@@ -524,5 +526,5 @@ def test_a_record_links_straight_to_the_end_of_its_chain() -> None:
     a = rec(1, "the locker by the gym")
     b = rec(2, "the locker code changed")  # newer than a: shares "locker"
     c = rec(3, "the code is now 9941")  # newer than b: shares "code", not a's word
-    later = later_statements([a, b, c], ["locker", "code"])
+    later = later_statements([a, b, c], held_terms([a, b, c], ["locker", "code"]))
     assert later[a.id] is c and later[b.id] is c and c.id not in later
