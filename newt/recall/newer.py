@@ -130,19 +130,26 @@ def later_statements(
     candidates: list[MemoryRecord], held: dict[int, list[str]]
 ) -> dict[int, MemoryRecord]:
     """For each candidate (by id), the newest candidate said after it that
-    holds one of the query words it holds (`held`, from `held_terms`), and
-    that one's, to the end of the chain. Why any word and not the rarest: a
-    later statement about the same thing may share only its subject with it
-    ("my sister" moved) and not its rarest word ("lives")."""
+    holds one of the query words it holds (`held`, from `held_terms`) and at
+    least half of the query's words, and that one's, to the end of the
+    chain. Why any word and not the rarest: a later statement about the same
+    thing may share only its subject with it ("my sister" moved) and not its
+    rarest word ("lives"); why half: a record that holds one of three words
+    in passing ("the yoga studio I go to often") answers another question."""
+    words = {t for terms in held.values() for t in terms}
     newest: dict[str, MemoryRecord] = {}
     for record in candidates:
+        if 2 * len(held[record.id]) < len(words):
+            continue  # about the question too: it holds at least half of its words
         for term in held[record.id]:
             best = newest.get(term)
             if best is None or (record.said_at, record.id) > (best.said_at, best.id):
                 newest[term] = record
     later: dict[int, MemoryRecord] = {}
     for record in candidates:
-        options = [newest[t] for t in held[record.id] if newest[t].said_at > record.said_at]
+        options = [
+            newest[t] for t in held[record.id] if t in newest and newest[t].said_at > record.said_at
+        ]
         if options:
             later[record.id] = max(options, key=lambda r: (r.said_at, r.id))
     # straight to the end of the chain (each step is said later, so it ends):

@@ -528,3 +528,17 @@ def test_a_record_links_straight_to_the_end_of_its_chain() -> None:
     c = rec(3, "the code is now 9941")  # newer than b: shares "code", not a's word
     later = later_statements([a, b, c], held_terms([a, b, c], ["locker", "code"]))
     assert later[a.id] is c and later[b.id] is c and c.id not in later
+
+
+def test_a_newer_statement_is_about_the_question_too() -> None:
+    # A later record that holds fewer than half of the question's words (one
+    # word in passing) is no newer statement of an answer to it.
+    def rec(i: int, text: str) -> MemoryRecord:
+        return MemoryRecord(i, f"n{i}", "note", None, text, 0, START + i, said_at=START + i)
+
+    old = rec(1, "we work out as a family often, three times a week")
+    passing = rec(5, "the yoga studio I go to often")
+    answer = rec(3, "the family work-outs are twice a week now")
+    words = ["often", "family", "work"]
+    cands = [old, answer, passing]
+    assert later_statements(cands, held_terms(cands, words))[old.id] is answer
