@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 from newt.recall.fts_query import RARE_DF, quote
+from newt.recall.retention import chain
 from newt.recall.word_ranking import WordRanking
 from newt.store import Database
 from newt.store.models import MemoryRecord
@@ -173,11 +174,7 @@ def with_newer(records: list[MemoryRecord], limit: int) -> list[MemoryRecord]:
             break
         if record.key in keys:
             continue
-        group = [record]
-        newer = by_key.get(record.newer_key or "")
-        while newer is not None and newer.key not in keys and newer not in group:
-            group.append(newer)  # and its newer one, and so on
-            newer = by_key.get(newer.newer_key or "")
+        group = chain(record, lambda r: by_key.get(r.newer_key or ""), lambda r: r.key in keys)
         if len(kept) + len(group) > limit:
             continue
         kept += group

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date, datetime
 
-from newt.recall.retention import CHARS_PER_TOKEN, EvidenceCapsule, RetentionReport
+from newt.recall.retention import CHARS_PER_TOKEN, EvidenceCapsule, RetentionReport, chain
 
 EVIDENCE_HEADER = (
     "Recalled from earlier conversations (verbatim, oldest first, by the day said;"
@@ -161,11 +161,8 @@ def fit_block(
     for i in order:
         if i in taken:
             continue
-        group = [i]
-        newer = by_key.get(report.capsules[i].newer)
-        while newer is not None and newer not in taken and newer not in group:
-            group.append(newer)  # a statement goes only with its newer one, and so on
-            newer = by_key.get(report.capsules[newer].newer)
+        # a statement goes only with its newer one, and so on
+        group = chain(i, lambda j: by_key.get(report.capsules[j].newer), taken.__contains__)
         cost, group_days, group_keys = 0, set(days), keys_open
         for j in group:
             capsule = report.capsules[j]

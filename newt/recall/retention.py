@@ -24,11 +24,14 @@ The rules, each pinned by a test:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from newt.recall.excerpt import select_excerpt
 from newt.recall.fts_query import query_terms
+
+T = TypeVar("T")
 
 # A record up to this many tokens goes whole; a longer one is excerpted.
 DEFAULT_EXCERPT_TOKENS = 120
@@ -43,6 +46,17 @@ CHARS_PER_TOKEN = 4
 # ("- user: "; see presentation.py, whose fit_block counts the rest):
 # recall packs with it, the bare packing rules default to 0.
 LINE_TOKENS = 4
+
+
+def chain(first: T, newer_of: Callable[[T], T | None], placed: Callable[[T], bool]) -> list[T]:
+    """`first` and its newer statement, and that one's, and so on, up to one
+    already `placed` (or a repeat): what goes together or not at all."""
+    group = [first]
+    newer = newer_of(first)
+    while newer is not None and not placed(newer) and newer not in group:
+        group.append(newer)
+        newer = newer_of(newer)
+    return group
 
 
 def est_tokens(text: str) -> int:
@@ -165,11 +179,7 @@ def retain_within_budget(
         key_tokens = est_tokens(candidate.id) + max(line_tokens, 0)
         if remaining < key_tokens + MIN_EXCERPT_TOKENS:
             break
-        group = [candidate]
-        newer = offered.get(candidate.newer)
-        while newer is not None and newer.id not in taken and newer not in group:
-            group.append(newer)  # and its newer one, and so on
-            newer = offered.get(newer.newer)
+        group = chain(candidate, lambda c: offered.get(c.newer), lambda c: c.id in taken)
         made = [capsule(c) for c in group]
         if made[0] is None:
             continue
