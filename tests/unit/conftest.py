@@ -25,6 +25,7 @@ def _no_model_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     empty and the index refuses, so recall is by words (a test sets its own)."""
     monkeypatch.setenv("NEWT_LLAMA_CACHE", str(tmp_path / "newt-llama"))
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # no model hub either
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
