@@ -8,7 +8,9 @@ overflow) and the learned token estimate.
 
 from __future__ import annotations
 
+from newt.agent.tool_probe import LOCAL_SERVERS, probe_tool_calls
 from newt.backend import capabilities as caps
+from newt.backend.client import ChatClient
 from newt.backend.errors import ContextLengthExceededError
 from newt.backend.probe import probe_context_window
 from newt.config import Config
@@ -79,6 +81,22 @@ class CapabilityTracker:
         overflow_at = exc.prompt_tokens or exc.context_window or self.budget.context_tokens
         await caps.record_overflow(self.repo, self.base_url, self.model, overflow_at)
         self.live_ceiling = self._ceiling_from(await self.repo.get(self.base_url, self.model))
+
+    async def probe_tools(self, client: ChatClient) -> None:
+        """For the llama-server newt runs (its window known before any probe): ask the
+        model once whether it calls tools at all (agent/tool_probe.py), remembered
+        under its name across runs; `supports_tools` then says. Other servers: no-op."""
+        if self.supports_tools is not None or not self.config.server_context_tokens:
+            return
+        remembered = await self.repo.get(LOCAL_SERVERS, self.model)
+        verdict = remembered.supports_tools if remembered is not None else None
+        if verdict is None:
+            verdict = await probe_tool_calls(client)
+            if verdict is None:
+                return  # the request failed: tools are offered, and asked again next turn
+            await caps.record_tools(self.repo, LOCAL_SERVERS, self.model, verdict)
+        await caps.record_tools(self.repo, self.base_url, self.model, verdict)
+        self.supports_tools = verdict
 
     async def record_tools_unsupported(self) -> None:
         self.supports_tools = False

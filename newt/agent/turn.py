@@ -192,6 +192,8 @@ class TurnRunner:
         fixed = s.tokens_for(system) + self.fit.all_schema_tokens()
         gathered = await s.evidence.gather(self.text, s.log.resident_keys(), fixed)
         report, p.evidence = fit_block(
+        if s.tool_schemas:  # newt's own llama-server: does this model call tools at all?
+            await s.capabilities.probe_tools(s.client)
             gathered.report,
             gathered.budget,
             keys=self.fit.can_fetch_records(),

@@ -4,17 +4,23 @@ Each round streams the model's text and reasoning into the turn's progress;
 tool calls are run (at most MAX_TOOL_ROUNDS rounds), their results capped to
 a share of the window and sent back. A backend that refuses tools is asked
 again without them, once, and that is remembered. Raises BackendError.
+
+A reply that is a tool call written as text (agent/text_tool_calls.py) is
+held back while it streams, run as the call it is, and never shown or kept
+as the answer: its text is taken out of the reply again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
 from newt.agent import events as ev
+from newt.agent.text_tool_calls import ToolTextGate
 from newt.agent.tools import (
     MAX_SHOWN_RESULT_CHARS,
     MAX_TOOL_ROUNDS,
@@ -43,20 +49,32 @@ class ReplyRounds:
         # aclosing: a consumer that stops early must close the HTTP stream at once
         options = self.s.settings.request_options()  # only what the conversation set
         p = self.p
+        start = len(p.reply)
+        gate = ToolTextGate({t["function"]["name"] for t in tools or []})
         try:
             async with aclosing(self.s.client.stream_chat(wire, tools=tools, **options)) as stream:
                 async for item in stream:
                     if isinstance(item, TextDelta):
                         p.clock.tick()
                         p.reply += item.text
-                        yield ev.TextDelta(item.text)
+                        if shown := gate.feed(item.text):
+                            yield ev.TextDelta(shown)
                     elif isinstance(item, ThinkingDelta):
                         p.clock.tick()
                         p.thinking += item.text
                         yield ev.ThinkingDelta(item.text)
                     elif isinstance(item, ChatResult):
+                        found, rest = gate.finish()
+                        if found is not None:  # a call, not an answer: never kept as one
+                            p.reply = p.reply[:start]
+                            if not item.tool_calls and not item.interrupted:
+                                item = dataclasses.replace(item, text="", tool_calls=found.calls)
+                        elif rest:
+                            yield ev.TextDelta(rest)
                         yield item
         finally:
+            if gate.holding:  # stopped while it may have been a call: not kept as the answer
+                p.reply = p.reply[:start]
             p.clock.end_round()
 
     async def exchange(self, messages: list[MemMessage]) -> AsyncGenerator[ev.AgentEvent, None]:

