@@ -21,6 +21,7 @@ from contextlib import AbstractAsyncContextManager
 from newt.agent.background_summary import BackgroundSummary
 from newt.agent.conversation_log import ConversationLog
 from newt.agent.conversation_settings import SettingsControls
+from newt.agent.conversation_store import ConversationStore
 from newt.agent.errors import SessionError, resolve_conversation
 from newt.agent.export import export_conversation
 from newt.agent.mcp_tools import McpTools
@@ -44,6 +45,8 @@ class ConversationLifecycle:
     ) -> None:
         self.lock = lock
         self.store = store
+        self.disk = store.disk if isinstance(store, ConversationStore) else store
+        """The database: where every conversation but an incognito one is."""
         self.log = log
         self.summaries = BackgroundSummary(
             lock, log, lambda: link.provider, self.writer, self.reload_current
@@ -66,13 +69,13 @@ class ConversationLifecycle:
             self.fresh()
 
     async def resume(self, id_or_prefix: str) -> Conversation:
-        conv = await resolve_conversation(self.store, id_or_prefix)
+        conv = await resolve_conversation(self.disk, id_or_prefix)
         async with self.lock:
             await self.load(conv)
         return conv
 
     async def continue_latest(self) -> Conversation | None:
-        conv = await self.store.conversations.latest()
+        conv = await self.disk.conversations.latest()
         if conv is not None:
             async with self.lock:
                 await self.load(conv)
@@ -86,15 +89,15 @@ class ConversationLifecycle:
         return await export_conversation(self.store, conv, fmt)
 
     async def rename_conversation(self, id_or_prefix: str, title: str) -> Conversation:
-        conv = await resolve_conversation(self.store, id_or_prefix)
+        conv = await resolve_conversation(self.disk, id_or_prefix)
         try:
-            await self.store.conversations.rename(conv.id, title)
+            await self.disk.conversations.rename(conv.id, title)
         except ValueError as exc:
             raise SessionError(str(exc)) from exc
         held = self.log.conversation
         if held is not None and held.id == conv.id:
             held.title = " ".join(title.split())
-        return await self.store.conversations.get(conv.id) or conv
+        return await self.disk.conversations.get(conv.id) or conv
 
     # -- under the lock ----------------------------------------------------
 

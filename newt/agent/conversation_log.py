@@ -13,6 +13,7 @@ from collections.abc import Collection
 from typing import Any, TypeVar
 
 from newt.agent import events as ev
+from newt.agent.conversation_store import ConversationStore
 from newt.agent.reply_stats import ReplyStats, TokenTally
 from newt.memory import MemoryProvider, recall_text
 from newt.store import Conversation, Store, StoredTurn, make_title
@@ -46,9 +47,17 @@ class ConversationLog:
         self.replacing_key: str | None = None  # its recall record: never a capsule meanwhile
         self.attachments: list[dict[str, Any]] = []
         self.incognito = False
-        """The next conversation this log creates is kept out of memory."""
+        """The next conversation this log creates is kept out of memory and off
+        the disk (newt.agent.conversation_store)."""
 
     # -- which conversation ------------------------------------------------------
+
+    @property
+    def unsaved(self) -> bool:
+        """Nothing of this conversation (or the next one) is written to disk."""
+        if self.conversation is None:
+            return self.incognito
+        return isinstance(self.store, ConversationStore) and self.store.in_memory
 
     def clear(self) -> None:
         self.conversation = None
@@ -60,6 +69,8 @@ class ConversationLog:
     async def load(self, conv: Conversation) -> list[StoredTurn]:
         """Switch to `conv`; returns its log for the provider to restore from."""
         self.clear()
+        if isinstance(self.store, ConversationStore):
+            await self.store.bind_for(conv)
         self.conversation = conv
         log = await self.store.turns.for_conversation(conv.id)
         pending = sum(1 for t in log if t.status == "pending")
@@ -80,6 +91,11 @@ class ConversationLog:
 
     async def ensure(self) -> Conversation:
         if self.conversation is None:
+            if isinstance(self.store, ConversationStore):
+                if self.incognito:  # nothing of it on disk: memory only
+                    await self.store.use_memory()
+                else:
+                    self.store.use_disk()
             self.conversation = await self.store.conversations.create(
                 model=self.model, base_url=self.base_url, incognito=self.incognito
             )

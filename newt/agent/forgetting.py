@@ -16,10 +16,11 @@ from collections.abc import Awaitable, Callable
 from newt.agent.background_summary import BackgroundSummary
 from newt.agent.conversation_lifecycle import ConversationLifecycle
 from newt.agent.conversation_log import ConversationLog
+from newt.agent.conversation_store import ConversationStore
 from newt.agent.errors import resolve_conversation
 from newt.agent.memory_admin import ForgetReport, MemoryAdmin
 from newt.memory.notes import NoteBook
-from newt.store import Conversation, Store
+from newt.store import Conversation
 from newt.store.forget import Forgotten
 
 Work = Callable[[], Awaitable[tuple[ForgetReport, Forgotten]]]
@@ -29,7 +30,7 @@ class Forgetting:
     def __init__(
         self,
         lock: asyncio.Lock,
-        store: Store,
+        store: ConversationStore,
         log: ConversationLog,
         summaries: BackgroundSummary,
         admin: MemoryAdmin,
@@ -50,19 +51,38 @@ class Forgetting:
         conv = self.log.conversation
         return conv.incognito if conv is not None else self.log.incognito
 
+    @property
+    def unsaved(self) -> bool:
+        """This conversation (or the next) lives in memory only: nothing of it is on disk."""
+        return self.log.unsaved
+
     async def set_incognito(self, on: bool) -> ForgetReport | None:
-        """Keep this conversation out of memory (what was indexed of it goes)
-        or let memory hold it again from the next turn."""
+        """On: this conversation leaves the disk (newt.agent.conversation_store):
+        it goes on in memory, and what was stored of it is deleted as `newt
+        delete` deletes (the report says what went). Off: an incognito
+        conversation stays unsaved and a new one, which memory holds, starts
+        (an older one stored before incognito kept nothing lets memory hold
+        its next turns)."""
         async with self.lock:
             conv = self.log.conversation
             self.log.incognito = on  # and the conversations /new starts after it
             if conv is None:
                 return None
             if not on:
-                await self.admin.let_in(conv)
+                if self.store.in_memory:
+                    await self.summaries.cancel()
+                    self.lifecycle.fresh()
+                    await self.store.drop_memory(conv.id)
+                else:
+                    await self.admin.let_in(conv)
+                return None
+            if self.store.in_memory:
                 return None
             await self.summaries.cancel()
-            report, _ = await self.admin.keep_out(conv)
+            await self.store.copy_to_memory(conv)
+            report, _ = await self.admin.delete_conversation(conv)
+            await self.notes().reload(self.store.notes)  # notes made in it went with it
+            await self.lifecycle.reload(conv)
             return report
 
     async def forget(self, keys: list[str]) -> ForgetReport:
@@ -78,7 +98,7 @@ class Forgetting:
     async def delete_conversation(self, id_or_prefix: str) -> tuple[Conversation, ForgetReport]:
         """Delete a conversation (unique id prefix) and everything of it; the
         open one is left for a fresh conversation."""
-        conv = await resolve_conversation(self.store, id_or_prefix)
+        conv = await resolve_conversation(self.store.disk, id_or_prefix)
         report = await self._forgetting(lambda: self.admin.delete_conversation(conv))
         return conv, report
 

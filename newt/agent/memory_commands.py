@@ -17,6 +17,7 @@ from newt.agent import events as ev
 from newt.agent.background_summary import BackgroundSummary
 from newt.agent.conversation_lifecycle import ConversationLifecycle
 from newt.agent.conversation_log import ConversationLog
+from newt.agent.errors import SessionError
 from newt.agent.model_link import ModelLink
 from newt.agent.note_command import is_read_only_note_command, run_note_command
 from newt.agent.owned_notes import OwnedNotes
@@ -48,6 +49,8 @@ class MemoryCommands:
         """The /note sub-language: `<text>`, `replace <old> => <new>`, `remove <text>`, `list`."""
         if is_read_only_note_command(arg):
             return await run_note_command(self.notes(), self.owned_notes, arg)
+        if self.log.unsaved:  # incognito writes nothing to disk, a note neither
+            raise SessionError("incognito saves nothing, notes neither: /incognito off first")
         async with self.lock:
             answer = await run_note_command(self.notes(), self.owned_notes, arg)
             await self.after_correction()

@@ -76,7 +76,7 @@ async def run_print(
             out.flush()
             provider = session.provider
             owed = isinstance(provider, Summarizing) and provider.summary_pending
-            if owed and session.conversation:
+            if owed and session.conversation and not session.unsaved:
                 if detach_summary:
                     spawn_summary_writer(config, session.conversation.id)
                 else:
@@ -88,18 +88,19 @@ async def run_print(
 
 
 async def go_incognito(session: ChatSession, err: TextIO) -> None:
-    """`--incognito` (or a preset's `incognito = true`): keep this conversation
-    out of memory before its turn. A resumed one that was remembered loses what
-    was indexed of it, and stderr says so: the user should know what went."""
-    if session.incognito:
-        return  # a resumed incognito conversation: nothing to take out
+    """`--incognito` (or a preset's `incognito = true`): nothing of this
+    conversation is written to disk (newt.agent.conversation_store). A resumed
+    one is deleted from the database before its turn, and stderr says so: the
+    user should know what went."""
+    if session.unsaved:
+        return
     report = await session.set_incognito(True)
     if report is None:
-        return  # a new conversation: nothing of it was ever indexed
+        return  # a new conversation: nothing of it was ever stored
     lines = strip_terminal_escapes(report.describe()).splitlines()
     err.write(
-        "newt: incognito: this conversation is kept out of memory from now on;"
-        f" what memory held of it is gone ({lines[0]})\n"
+        "newt: incognito: nothing of this conversation is saved from now on;"
+        f" what was stored of it is gone ({lines[0]})\n"
     )
     for line in lines[1:]:
         err.write(f"newt: {line}\n")
@@ -146,7 +147,8 @@ async def _one_turn(
         out.write(sanitizer.flush() + "\n")
     if error is not None:
         conv = session.conversation
-        hint = " Your message is saved; retry with `newt -c -p ...`." if conv else ""
+        saved = conv is not None and not session.unsaved
+        hint = " Your message is saved; retry with `newt -c -p ...`." if saved else ""
         message = strip_terminal_escapes(error.message).rstrip(". ")
         err.write(f"newt: error: {message}.{hint}\n")
         err.flush()
@@ -155,7 +157,7 @@ async def _one_turn(
         usage = done.usage if done else None
         payload: dict[str, Any] = {
             "conversation_id": session.conversation.id if session.conversation else None,
-            # kept out of memory: nothing of it is indexed, embedded or recalled
+            # nothing of it is stored, indexed or recalled (the id cannot be resumed)
             "incognito": session.incognito,
             "reply": strip_terminal_escapes("".join(reply_parts)),
             "status": done.status if done else "failed",

@@ -27,6 +27,7 @@ from newt.agent.conversation_edits import ConversationEdits
 from newt.agent.conversation_lifecycle import ConversationLifecycle
 from newt.agent.conversation_log import ConversationLog
 from newt.agent.conversation_settings import ChatSettings, ModelChoice, SettingsControls
+from newt.agent.conversation_store import ConversationStore
 from newt.agent.errors import (
     AmbiguousConversation,
     ConversationNotFound,
@@ -67,7 +68,9 @@ class ChatSession:
         self.link = link = ModelLink(config, store, client, lambda: self.notes)
         self.base_url = link.base_url
         self.evidence = link.evidence
-        self.log = log = ConversationLog(store, model=link.model, base_url=self.base_url)
+        self.conv_store = held = ConversationStore(store)
+        """The open conversation's store: the database, or memory when incognito."""
+        self.log = log = ConversationLog(held, model=link.model, base_url=self.base_url)
         self.lock = lock = asyncio.Lock()
         self._owns_store = False
         self.mcp = McpTools(config.mcp)
@@ -210,6 +213,7 @@ class ChatSession:
             await self.mcp.aclose()  # every MCP server newt started stops with the session
             await self.link.aclose()
         finally:
+            await self.conv_store.close()  # an incognito conversation goes with it
             if self._owns_store:
                 await self.store.close()
 
@@ -260,7 +264,9 @@ class ChatSession:
             self.log.model = model
             await self.link.switch(model)
             if self.conversation is not None:
-                await self.store.conversations.set_model(self.conversation.id, model, self.base_url)
+                await self.conv_store.conversations.set_model(
+                    self.conversation.id, model, self.base_url
+                )
                 await self.lifecycle.load(self.conversation)
 
     # ---------------------------------------------- regenerate, edit and fork
@@ -355,6 +361,11 @@ class ChatSession:
     @property
     def incognito(self) -> bool:
         return self.forgetting.incognito
+
+    @property
+    def unsaved(self) -> bool:
+        """Nothing of this conversation is on disk (incognito: newt.agent.conversation_store)."""
+        return self.forgetting.unsaved
 
     async def set_incognito(self, on: bool) -> ForgetReport | None:
         return await self.forgetting.set_incognito(on)

@@ -63,7 +63,10 @@ def incognito_app(config: Config, **kw: Any) -> NewtApp:
 
 def incognito_notice(report: ForgetReport | None) -> str:
     """What `--incognito` says it did: a resumed conversation's removed records."""
-    text = "This conversation is kept out of memory (and so are the ones /new starts)."
+    text = (
+        "Nothing of this conversation is saved (nor of the ones /new starts);"
+        " what you send still goes to the model's server."
+    )
     if report is not None:
-        text += " What memory held of it is gone: " + clean(report.describe())
+        text += " What was stored of it is deleted: " + clean(report.describe())
     return text

@@ -43,7 +43,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand(
         "incognito",
-        "Keep this conversation out of memory (what was indexed of it goes); no argument toggles",
+        "Save nothing of this conversation (what was stored of it is deleted); no argument toggles",
         usage="[on|off]",
     ),
     SlashCommand(

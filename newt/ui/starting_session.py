@@ -23,6 +23,7 @@ class StartingSession:
     conversation: ConversationView | None = None
     last_retention: RetentionReport | None = None
     incognito: bool = False  # the header says "incognito" once the real session does
+    unsaved: bool = False
 
     def __init__(self, config: Config) -> None:
         self.model = config.backend.model or ""

@@ -161,7 +161,9 @@ class ChatScreen(Screen[None]):
 
             title = make_title(first.text) if first else ""
         self.title = title or "new conversation"
-        incognito = " · incognito" if self.session.incognito else ""
+        incognito = ""
+        if self.session.incognito:  # and, since issue 45, nothing of it is on disk
+            incognito = " · incognito: nothing saved" if self.session.unsaved else " · incognito"
         self.sub_title = (self.session.model or "no model") + incognito
 
     def refresh_meter(self) -> None:

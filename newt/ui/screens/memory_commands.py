@@ -21,24 +21,26 @@ if TYPE_CHECKING:
 MEMORY_USAGE = "Usage: /memory (the panel) | /memory search [QUERY] (the memory view)"
 
 
-def incognito_said(on: bool, report: ForgetReport | None) -> str:
-    """What /incognito and the settings checkbox say they did."""
+def incognito_said(on: bool, report: ForgetReport | None, *, left_unsaved: bool = False) -> str:
+    """What /incognito and the settings checkbox say they did. `left_unsaved`:
+    turning it off left a conversation that was never saved (a new one starts)."""
     if not on:
-        return (
-            "Incognito off: memory holds this conversation again from its next message"
-            " (what was said while incognito stays out)."
-        )
+        if left_unsaved:
+            return (
+                "Incognito off: the incognito conversation was not saved and is gone;"
+                " this new one is saved and memory holds it."
+            )
+        return "Incognito off: memory holds this conversation again from its next message."
+    sent = " What you send still goes to the model's server."
     if report is None:
         return (
-            "Incognito: this conversation is kept out of memory from its first message,"
-            " and so are the ones /new starts until /incognito off."
+            "Incognito: nothing of this conversation is saved (not on disk, not in memory),"
+            " nor of the ones /new starts until /incognito off." + sent
         )
-    n = report.records
-    if not n:
-        return "Incognito: this conversation is kept out of memory (none of it was indexed)."
+    first = report.describe().splitlines()[0]
     return (
-        f"Incognito: this conversation is kept out of memory; {n} memory"
-        f" record{'s' if n != 1 else ''} of it {'were' if n != 1 else 'was'} removed."
+        "Incognito: nothing of this conversation is saved from now on; what was stored"
+        f" of it is deleted ({first})." + sent
     )
 
 
@@ -106,10 +108,14 @@ class MemoryCommands:
         await self.set_incognito(on)
 
     async def set_incognito(self, on: bool) -> None:
+        was_unsaved = self.session.unsaved and self.session.conversation is not None
         report = await self.session.set_incognito(on)
+        left_unsaved = not on and was_unsaved
+        if left_unsaved:  # the session went on to a fresh conversation
+            await self.reshow()
         self.screen.refresh_header()
         self.screen.refresh_meter()
-        self.screen.feedback(incognito_said(on, report))
+        self.screen.feedback(incognito_said(on, report, left_unsaved=left_unsaved))
 
     # -- the resume picker's rename and delete ---------------------------------------
 

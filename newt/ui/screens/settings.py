@@ -86,7 +86,7 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
                         yield Input(_text(value), placeholder=hint, id=f"settings-{ident}")
             if self.incognito is not None:
                 yield Checkbox(
-                    "Keep this conversation out of memory",
+                    "Incognito: save nothing of this conversation",
                     self.incognito,
                     id="settings-incognito",
                 )

@@ -306,39 +306,57 @@ def test_memory_commands_work_with_no_database_and_no_backend(home: Path) -> Non
 # -- incognito -------------------------------------------------------------------
 
 
-def test_incognito_print_mode_keeps_the_conversation_out(
-    fake_openai: FakeOpenAI, home: Path
-) -> None:
-    kept = say(fake_openai, home, f"Between us: {SECRET}.", "--incognito")
-    assert kept["incognito"] is True
-    conv = str(kept["conversation_id"])
-    assert db_rows(home, "SELECT incognito FROM conversations WHERE id = ?", conv) == [(1,)]
-    assert db_rows(home, "SELECT count(*) FROM memory_records") == [(0,)]
-    assert search_json(home, SECRET) == []
+def anywhere_in(home: Path, text: str) -> list[str]:
+    """Every file under NEWT_HOME (the database, its -wal and -shm, logs,
+    rescued replies, lock and pid files) that holds `text` in any case."""
+    needle = text.lower().encode()
+    return [
+        str(path.relative_to(home))
+        for path in sorted(home.rglob("*"))
+        if path.is_file() and needle in path.read_bytes().lower()
+    ]
+
+
+def test_incognito_print_mode_leaves_nothing_on_disk(fake_openai: FakeOpenAI, home: Path) -> None:
+    """Issue 45: `newt --incognito -p` writes nothing of the conversation,
+    not its title in `newt list`, not a byte of any file under NEWT_HOME;
+    the request still goes to the server."""
+    say(fake_openai, home, f"Remember {CONTROL}.")  # the database exists and is in use
+    kept = say(fake_openai, home, f"My secret codeword is {SECRET}. Just reply OK.", "--incognito")
+    assert kept["incognito"] is True and SECRET in kept["reply"]
+    assert SECRET in json.dumps(fake_openai.chat_requests[-1].body["messages"])
     assert "save_note" not in json.dumps(fake_openai.chat_requests[-1].body.get("tools", []))
+    assert anywhere_in(home, SECRET) == []
+    assert anywhere_in(home, CONTROL), "what was said outside incognito is kept"
+    assert db_rows(home, "SELECT count(*) FROM conversations") == [(1,)]
+    listed = offline("list", home=home)
+    assert SECRET not in listed.stdout and "Remember" in listed.stdout
+    conv = str(kept["conversation_id"])
+    backend = ("--base-url", fake_openai.base_url, "--model", MODEL)
+    gone = newt_cmd(*backend, "-r", conv[:8], "-p", "more", home=home, stdin="")
+    assert gone.returncode == 2 and "no conversation" in gone.stderr.lower()
 
-    remembered = say(fake_openai, home, f"Remember {CONTROL}.")
-    assert remembered["incognito"] is False
-    assert [h["kind"] for h in search_json(home, CONTROL)] == ["message", "reply"]
-
-    # plain text mode too (no --json), and -c on the incognito one stays out
-    again = chat(fake_openai, home, "-r", conv[:8], "-p", f"more about {SECRET}")
-    assert again.stdout.startswith("ok: more about") and "incognito" not in again.stderr
-    assert search_json(home, SECRET) == []
+    # plain text mode too (no --json)
+    plain = chat(fake_openai, home, "--incognito", "-p", f"again {SECRET}")
+    assert plain.stdout.startswith("ok: again") and anywhere_in(home, SECRET) == []
 
 
-def test_incognito_on_a_resumed_conversation_removes_its_memory(
+def test_incognito_on_a_resumed_conversation_deletes_what_was_stored(
     fake_openai: FakeOpenAI, home: Path
 ) -> None:
+    """-c --incognito: the conversation goes on in memory; what was stored of it
+    is deleted as `newt delete` deletes (no byte left), and stderr says so."""
+    say(fake_openai, home, f"Remember {CONTROL}.")
     first = say(fake_openai, home, f"My locker code is {SECRET}.")
-    assert len(search_json(home, SECRET)) == 2
+    assert len(search_json(home, SECRET)) == 2 and anywhere_in(home, SECRET)
     result = chat(fake_openai, home, "--incognito", "-c", "-p", "and one more thing")
-    assert "newt: incognito: this conversation is kept out of memory" in result.stderr
-    assert "forgot 2 memory records" in result.stderr
+    assert "newt: incognito: nothing of this conversation is saved" in result.stderr
+    assert "forgot 1 conversation, 1 message, 2 memory records" in result.stderr
+    assert SECRET in json.dumps(fake_openai.chat_requests[-1].body["messages"])  # it goes on
     conv = str(first["conversation_id"])
-    assert db_rows(home, "SELECT incognito FROM conversations WHERE id = ?", conv) == [(1,)]
-    assert db_rows(home, "SELECT count(*) FROM memory_records") == [(0,)]
-    assert search_json(home, SECRET) == []
+    assert db_rows(home, "SELECT count(*) FROM conversations WHERE id = ?", conv) == [(0,)]
+    assert anywhere_in(home, SECRET) == [] and anywhere_in(home, "one more thing") == []
+    assert anywhere_in(home, CONTROL)
 
 
 def test_a_preset_with_incognito(fake_openai: FakeOpenAI, home: Path) -> None:
@@ -350,6 +368,7 @@ def test_a_preset_with_incognito(fake_openai: FakeOpenAI, home: Path) -> None:
     assert kept["incognito"] is True
     assert fake_openai.chat_requests[-1].body["temperature"] == 0.3
     assert db_rows(home, "SELECT count(*) FROM memory_records") == [(0,)]
+    assert anywhere_in(home, SECRET) == []
     plain = say(fake_openai, home, f"Remember {CONTROL}.", "--preset", "open")
     assert plain["incognito"] is False and len(search_json(home, CONTROL)) == 2
 
@@ -378,15 +397,20 @@ async def test_incognito_in_the_tui(fake_openai: FakeOpenAI, home: Path) -> None
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await chat_ready(pilot)
         assert app.session is not None and app.session.incognito
-        assert "incognito" in screen.sub_title
-        assert any("forgot 2 memory records" in n.message for n in app._notifications)
+        assert "incognito: nothing saved" in screen.sub_title
+        said = " ".join(n.message for n in app._notifications)
+        assert "Nothing of this conversation is saved" in said
+        assert "forgot 1 conversation, 1 message, 2 memory records" in said
+        assert anywhere_in(home, SECRET) == []  # gone before the first turn
         await type_and_send(pilot, f"and {CONTROL} too")
         await wait_idle(pilot, screen)
+        assert anywhere_in(home, CONTROL) == []  # while the app runs too
         await pilot.press("ctrl+q")
     conv = str(first["conversation_id"])
-    assert db_rows(home, "SELECT incognito FROM conversations WHERE id = ?", conv) == [(1,)]
-    assert db_rows(home, "SELECT count(*) FROM memory_records") == [(0,)]
-    assert CONTROL in json.dumps(fake_openai.chat_requests[-1].body["messages"])
+    assert db_rows(home, "SELECT count(*) FROM conversations WHERE id = ?", conv) == [(0,)]
+    sent = json.dumps(fake_openai.chat_requests[-1].body["messages"])
+    assert CONTROL in sent and SECRET in sent  # the conversation went on, in memory
+    assert anywhere_in(home, SECRET) == [] and anywhere_in(home, CONTROL) == []
 
 
 async def test_applying_an_incognito_preset_turns_incognito_on(

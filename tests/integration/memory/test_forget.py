@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from newt.agent.session import ChatSession
+from newt.agent.session import ChatSession, SessionError
 from newt.errors import NewtError, user_message
 from newt.memory.forget_quotes import DROPPED_SUMMARY
 from tests.agent_helpers import make_config, run_turn
@@ -206,6 +206,10 @@ async def test_an_incognito_conversation_is_never_indexed_or_embedded(
         await chat.filler(2)
         assert s.conversation is not None and s.conversation.incognito
         assert "save_note" not in json.dumps(fake_openai.chat_requests[-1].body.get("tools", []))
+        assert await s.store.conversations.get(s.conversation.id) is None  # memory only
+        with pytest.raises(SessionError, match="incognito saves nothing"):
+            await s.note(f"the code is {SECRET}")
+        assert await s.note("list") is not None  # reading the notes still works
         await chat.embedded()
         rows = await s.store.db.conn.execute_fetchall("SELECT count(*) FROM memory_records")
         assert next(iter(rows))[0] == 0

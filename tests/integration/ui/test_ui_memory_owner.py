@@ -331,26 +331,29 @@ async def test_incognito_from_settings_and_the_command(
         await pilot.press("f3")
         await until(pilot, lambda: isinstance(app.screen, SettingsScreen), "the settings")
         box = app.screen.query_one("#settings-incognito", Checkbox)
-        assert str(box.label) == "Keep this conversation out of memory" and not box.value
+        assert str(box.label) == "Incognito: save nothing of this conversation" and not box.value
         box.value = True
         await pilot.press("ctrl+s")
         await until(
-            pilot, lambda: "incognito" in str(screen.sub_title), "the header says incognito"
+            pilot, lambda: "incognito: nothing saved" in str(screen.sub_title), "the header says so"
         )
         await wait_idle(pilot, screen)
         assert session.incognito
         said = [n for n in notices(screen) if n.startswith("Incognito")]
-        assert said and "2 memory records of it were removed" in said[-1]
-        assert db_rows(home, indexed, conv_id) == [(0,)]
-        assert db_rows(home, "SELECT incognito FROM conversations WHERE id = ?", conv_id) == [(1,)]
+        assert said and "nothing of this conversation is saved from now on" in said[-1]
+        assert "forgot 1 conversation, 1 message, 2 memory records" in said[-1]
+        assert db_rows(home, "SELECT count(*) FROM conversations WHERE id = ?", conv_id) == [(0,)]
+        assert holds(home / "newt.db", SECRET) == []  # the bytes are gone
 
-        await say(pilot, screen, "one more thing, between us")
-        assert db_rows(home, indexed, conv_id) == [(0,)]  # nothing new is indexed
+        await say(pilot, screen, "one more thing, between us")  # the conversation goes on
+        assert SECRET in json.dumps(fake_openai.chat_requests[-1].body["messages"])
+        assert holds(home / "newt.db", "between us") == []
 
         await type_and_send(pilot, "/incognito off")
         await until(pilot, lambda: "incognito" not in str(screen.sub_title), "incognito off")
         await wait_idle(pilot, screen)
-        assert not session.incognito
+        assert not session.incognito and session.conversation is None  # a new, saved one
+        assert any("was not saved and is gone" in n for n in notices(screen))
         await type_and_send(pilot, "/incognito")  # no argument toggles
         await until(pilot, lambda: "incognito" in str(screen.sub_title), "toggled on again")
         await wait_idle(pilot, screen)
