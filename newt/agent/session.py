@@ -78,7 +78,7 @@ class ChatSession:
         self.mcp_controls = McpControls(self.mcp)
         self.settings_controls = settings = SettingsControls(
             config,
-            store,
+            held,
             lock,
             link,
             conversation=lambda: log.conversation,
@@ -86,10 +86,10 @@ class ChatSession:
             incognito=lambda: self.forgetting.incognito,
             keep_out=lambda: self.forgetting.set_incognito(True),
         )
-        self.lifecycle = ConversationLifecycle(lock, store, log, settings, self.mcp, link)
+        self.lifecycle = ConversationLifecycle(lock, held, log, settings, self.mcp, link)
         self.summaries = summaries = self.lifecycle.summaries
         self.edits = ConversationEdits(
-            lock, log, store, summaries, self.lifecycle, link, settings.reapply_anchor_shift
+            lock, log, held, summaries, self.lifecycle, link, settings.reapply_anchor_shift
         )
         self.memory_admin = MemoryAdmin(store, lambda: link.recall)
         self.owned_notes = OwnedNotes(
@@ -102,7 +102,7 @@ class ChatSession:
             lock, log, summaries, self.owned_notes, self.lifecycle, link, lambda: self.notes
         )
         self.forgetting = Forgetting(
-            lock, store, log, summaries, self.memory_admin, lambda: self.notes, self.lifecycle
+            lock, held, log, summaries, self.memory_admin, lambda: self.notes, self.lifecycle
         )
         self.background = BackgroundProbe(lock, link, self.lifecycle)
         self.turns = SessionTurns(
