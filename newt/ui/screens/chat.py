@@ -19,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import Footer, Header
+from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
 from newt.ui.commands import BY_NAME, ParsedCommand, SlashCommand, parse
@@ -35,6 +35,7 @@ from newt.ui.widgets.prompt import PromptBar
 from newt.ui.widgets.token_meter import TokenMeter
 
 WIDE = 120  # the evidence sidebar shows by default from this many columns
+STOP_KEYS = "ctrl+c/esc stop reply"
 
 
 class ChatScreen(Screen[None]):
@@ -45,6 +46,9 @@ class ChatScreen(Screen[None]):
         # start and end of every reply (20-40 ms in which keys waited); the
         # streaming reply's status line says it instead (STOP_HINT).
         Binding("escape", "stop", "Stop reply", show=False),
+        # As in most terminal chat tools (issue 45); idle, ctrl+c goes on to
+        # the prompt's copy or the app's "press ctrl+q to quit" (check_action).
+        Binding("ctrl+c", "stop", "Stop reply", show=False, priority=True),
         Binding("ctrl+n", "command('new')", "New"),
         Binding("ctrl+o", "command('resume')", "Resume"),
         Binding("ctrl+g", "command('memory')", "Memory"),
@@ -100,6 +104,7 @@ class ChatScreen(Screen[None]):
             yield EvidenceSidebar(id="evidence")
         with Horizontal(id="status-bar"):
             yield Footer()
+            yield Static(STOP_KEYS, id="stop-hint")  # shown while a reply streams
             yield TokenMeter(id="meter")
 
     @property
@@ -179,6 +184,7 @@ class ChatScreen(Screen[None]):
         # on the prompt bar, not the screen: a class on the screen restyles every
         # widget of the log (measured ~60 ms of CPU per turn on a long reply)
         self.prompt.set_class(busy, "-busy")
+        self.query_one("#stop-hint").set_class(busy, "-busy")  # the footer says how to stop
         # No refresh_bindings(): check_action is asked again at every key press.
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -227,7 +233,9 @@ class ChatScreen(Screen[None]):
         """Start a turn; False (and a hint) if one is already running. `mode`
         "regenerate" or "edit": the turn replaces the last one."""
         if self.busy:
-            self.notify("A reply is still streaming — press Esc to stop it.", severity="warning")
+            self.notify(
+                "A reply is still streaming — press Esc or ctrl+c to stop it.", severity="warning"
+            )
             return False
         self.set_busy(True)  # before the worker starts, so a fast second Enter is refused
         self._turn(text, mode)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from newt.agent.views import ReplyStats
     from newt.ui.widgets.streaming_markdown import StreamingMarkdown
 
-STOP_HINT = "… Esc stops the reply"  # the status line of a reply while it streams
+STOP_HINT = "… Esc or ctrl+c stops the reply"  # the status line of a reply while it streams
 TOOL_TEXT_LIMIT = 4000  # a huge tool result would cost layout time for no reader benefit
 
 

@@ -72,7 +72,7 @@ def wait_idle(term: Terminal, timeout: float = 10.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         screen = term.screen()
-        if "Esc stops the reply" not in screen:
+        if "Esc or ctrl+c stops the reply" not in screen:
             return screen
         time.sleep(0.1)
     raise AssertionError(f"the reply never finished; screen:\n{term.screen()}")

@@ -129,6 +129,35 @@ async def test_escape_cancels_and_keeps_partial_reply() -> None:
         assert reply.has_class("-interrupted")
 
 
+async def test_ctrl_c_stops_a_streaming_reply_and_the_footer_says_so() -> None:
+    """Issue 45: ctrl+c while a reply streams stops it (it used to only say
+    "press ctrl+q to quit" while the reply went on); the footer's stop hint
+    shows only then, and idle ctrl+c stops nothing and quits nothing."""
+    session = FakeSession()
+    session.script(Step(text="word " * 200, chunk=5, gate=asyncio.Event()), Step(text="fine"))
+    app = make_app(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        hint = screen.query_one("#stop-hint", Static)
+        assert not hint.display
+        await type_and_send(pilot, "long one")
+        await pilot.pause(0.05)
+        assert hint.display and "ctrl+c" in str(hint.render())
+        await pilot.press("ctrl+c")
+        await wait_idle(pilot, screen)
+        reply = screen.query_one(AssistantMessage)
+        assert reply.entry.status == "interrupted" and session.interrupted
+        assert not hint.display
+        assert not any("quit" in n.message for n in app._notifications)
+        await type_and_send(pilot, "again")
+        await wait_idle(pilot, screen)
+        assert screen.query(AssistantMessage).last().entry.status == "complete"
+        await pilot.press("ctrl+c")  # idle: the app's own answer, nothing stopped
+        await pilot.pause()
+        assert app.is_running
+        assert screen.query(AssistantMessage).last().entry.status == "complete"
+
+
 async def test_a_reply_starting_and_ending_leaves_the_footer_alone() -> None:
     """Esc is offered on the streaming reply's status line, not in the footer,
     so a turn does not re-compose the footer twice (keys waited for it)."""
