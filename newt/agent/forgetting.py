@@ -89,8 +89,10 @@ class Forgetting:
         """Forget these records everywhere (newt.agent.memory_admin)."""
         return await self._forgetting(lambda: self.admin.forget(keys))
 
-    async def forget_matching(self, query: str) -> ForgetReport:
-        return await self._forgetting(lambda: self.admin.forget_matching(query))
+    async def forget_matching(self, query: str, *, sentences: bool = False) -> ForgetReport:
+        return await self._forgetting(
+            lambda: self.admin.forget_matching(query, sentences=sentences)
+        )
 
     async def forget_everything(self) -> ForgetReport:
         return await self._forgetting(self.admin.forget_everything)

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from newt.agent.forget_parts import Cut, cut
 from newt.memory.compaction import format_record, recall_text
 from newt.memory.forget_quotes import DROPPED_SUMMARY, forget_quotes
 from newt.recall import RecallEngine, RecallRequest
@@ -50,6 +51,8 @@ class ForgetReport:
     messages: int = 0
     notes: int = 0
     conversations: int = 0
+    cut: int = 0
+    """Messages and replies that kept what did not hold the words (--sentences)."""
     rewritten: list[str] = field(default_factory=list)
     """Summaries that had the forgotten words taken out (where they are)."""
     dropped: list[str] = field(default_factory=list)
@@ -68,6 +71,11 @@ class ForgetReport:
             parts.append(_count(self.notes, "note"))
         parts.append(_count(self.records, "memory record"))
         lines = ["forgot " + ", ".join(parts)]
+        if self.cut:
+            lines[0] += (
+                f"; {_count(self.cut, 'message')} kept what did not hold the words"
+                f" (the cut reads {FORGOTTEN})"
+            )
         for where, n in Counter(self.rewritten).items():
             lines.append(f"{_count(n, 'summary')} rewritten without the forgotten words: {where}")
         for where, n in Counter(self.dropped).items():
@@ -177,8 +185,26 @@ class MemoryAdmin:
             report.scrubbed = report.scrubbed and await self.eraser.scrub()
         return report, done
 
-    async def forget_matching(self, query: str) -> tuple[ForgetReport, Forgotten]:
-        return await self.forget((hit.key for hit in await self.matching(query)), query=query)
+    async def forget_matching(
+        self, query: str, *, sentences: bool = False
+    ) -> tuple[ForgetReport, Forgotten]:
+        """Forget every record holding the phrase; with `sentences`, a message
+        or reply that says more keeps the rest, only its sentences (and
+        clauses) holding the phrase go (newt.agent.forget_parts)."""
+        hits = await self.matching(query)
+        cuts = [(h.key, sentence_cut(h, query) if sentences else None) for h in hits]
+        whole = [key for key, c in cuts if c is None]
+        report, done = await self.forget(whole, query=query)
+        trimmed = Forgotten()
+        for key, c in cuts:
+            if c is not None:
+                trimmed.add(await self.eraser.cut_record(key, c.kept, c.parts))
+                report.cut += 1
+        if report.cut:
+            await self._unquote(trimmed, report)  # summaries quoting the parts that went
+            report.scrubbed = report.scrubbed and trimmed.scrubbed
+            done.add(trimmed)
+        return report, done
 
     async def forget_everything(self) -> tuple[ForgetReport, Forgotten]:
         done = await self.eraser.forget_everything()
@@ -228,6 +254,12 @@ class MemoryAdmin:
         conv = await self.store.conversations.get(conv_id)
         title = (conv.title if conv else "") or "(untitled)"
         return f'"{title}", {day(when)}'
+
+
+def sentence_cut(hit: MemoryHit, query: str) -> Cut | None:
+    """What forgetting only the parts of `hit` holding `query` leaves (None:
+    it goes whole; only messages and replies are cut)."""
+    return cut(hit.content, query) if hit.kind in ("message", "reply") else None
 
 
 def holds_phrase(text: str, query: str) -> bool:

@@ -379,8 +379,8 @@ class ChatSession:
     async def forget(self, keys: list[str]) -> ForgetReport:
         return await self.forgetting.forget(keys)
 
-    async def forget_matching(self, query: str) -> ForgetReport:
-        return await self.forgetting.forget_matching(query)
+    async def forget_matching(self, query: str, *, sentences: bool = False) -> ForgetReport:
+        return await self.forgetting.forget_matching(query, sentences=sentences)
 
     async def forget_everything(self) -> ForgetReport:
         return await self.forgetting.forget_everything()

@@ -63,6 +63,12 @@ def add_parsers(sub: Any) -> None:
         "--matching", metavar="QUERY", help="every record holding these words in a row"
     )
     forget.add_argument(
+        "--sentences",
+        action="store_true",
+        help="with --matching: a message that says more keeps the rest; only its"
+        " sentences holding the words go",
+    )
+    forget.add_argument(
         "--all", dest="everything", action="store_true", help="every conversation and note"
     )
     forget.add_argument("--yes", action="store_true", help="do not ask (needed without a terminal)")
@@ -96,6 +102,7 @@ def run_command(
         config,
         args.keys,
         matching=args.matching,
+        sentences=args.sentences,
         everything=args.everything,
         yes=args.yes,
         out=out,

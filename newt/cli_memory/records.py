@@ -74,6 +74,33 @@ def format_hits(hits: Sequence[MemoryHit]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def format_preview(hits: Sequence[MemoryHit], query: str, *, sentences: bool) -> str:
+    """What forgetting by a phrase takes: each record whole (escapes stripped),
+    under its key, kind, date and conversation, and what of it goes: all of it,
+    saying when it holds more than the match, or (`sentences`) what stays."""
+    from newt.agent.forget_parts import holds_more
+    from newt.agent.memory_admin import sentence_cut
+
+    said = clean(query)
+    blocks = []
+    for h in hits:
+        head = f"{h.key}  {h.kind}  {when(h.said_at)}  {clean(h.conversation_title) or '-'}"
+        body = [f"  | {line}" for line in clean(h.content).rstrip().splitlines() or [""]]
+        trimmed = sentence_cut(h, query)
+        if sentences and trimmed is not None:
+            note = [f"  → only what holds {said!r} goes; it keeps:"] + [
+                f"  | {line}" for line in clean(trimmed.kept).rstrip().splitlines()
+            ]
+        elif holds_more(h.content, query):
+            note = [f"  → it holds more than {said!r}: all of it goes"]
+            if trimmed is not None:
+                note[0] += " (--sentences keeps the rest)"
+        else:
+            note = ["  → all of it goes"]
+        blocks.append("\n".join([head, *body, *note]))
+    return "\n\n".join(blocks) + "\n"
+
+
 async def show(config: Config, key: str, out: TextIO) -> int:
     """`newt memory show KEY`: the record whole, under a short header."""
     async with offline_session(config) as session:
@@ -98,6 +125,7 @@ def forget(
     *,
     matching: str | None,
     everything: bool,
+    sentences: bool = False,
     yes: bool,
     out: TextIO,
     err: TextIO,
@@ -108,6 +136,8 @@ def forget(
     chosen = sum((bool(keys), matching is not None, everything))
     if chosen != 1:
         raise InputError("say what to forget: record keys, --matching QUERY or --all (one of them)")
+    if sentences and matching is None:
+        raise InputError("--sentences goes with --matching QUERY")
     if keys:
         checked = [_checked_key(k) for k in keys]
         bounded(_all_exist(config, checked))
@@ -124,15 +154,18 @@ def forget(
             out.write(f"no memory record holds {clean(matching)!r}: nothing to forget\n")
             return EXIT_OK
         n = len(hits)
-        out.write(f"{records(n)} hold {clean(matching)!r} and would be forgotten:\n")
-        out.write(format_hits(hits))
+        how = "only the sentences holding it go" if sentences else "they would be forgotten"
+        if n == 1:
+            how = "only the sentences holding it go" if sentences else "it would be forgotten"
+        out.write(f"{records(n)} {'holds' if n == 1 else 'hold'} {clean(matching)!r}; {how}:\n")
+        out.write(format_preview(hits, matching, sentences=sentences))
         out.flush()
         if not ask(f"Forget {'it' if n == 1 else f'these {n}'}?", yes=yes, stdin=stdin, err=err,
                    needs="forgotten"):  # fmt: skip
             return EXIT_DECLINED
 
         async def by_phrase(session: ChatSession) -> ForgetReport:
-            return await session.forget_matching(matching)
+            return await session.forget_matching(matching, sentences=sentences)
 
         return bounded(forgetting(config, by_phrase, out))
     out.write(bounded(_everything_summary(config)) + "\n")

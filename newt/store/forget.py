@@ -54,6 +54,10 @@ class MemoryEraser:
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    async def cut_record(self, key: str, new: str, parts: list[str]) -> Forgotten:
+        """Forget only `parts` of a message or reply; `new` is what is left, cuts marked."""
+        return await forget_records.cut_record(self.db, key, new, parts)
+
     async def matching(self, query: str, limit: int = 1000) -> list[MemoryRecord]:
         """Records holding the query's words as a phrase, newest first."""
         return await forget_records.matching(self.db, query, limit)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import aiosqlite
@@ -154,7 +154,9 @@ async def _forget_turn_record(
 
 
 async def _untitle(conn: aiosqlite.Connection, conversations: set[str], old: str) -> None:
-    """A title made from a forgotten message goes with it."""
+    """A title made from a forgotten message goes with it: the conversation is
+    titled from what remains (its first message still holding words), or
+    FORGOTTEN_TITLE when nothing does."""
     made = make_title(old).rstrip("…")
     if not made:
         return
@@ -166,7 +168,107 @@ async def _untitle(conn: aiosqlite.Connection, conversations: set[str], old: str
     for conv_id, title in rows:
         if str(title).startswith(made):
             await conn.execute(
-                "UPDATE conversations SET title = ? WHERE id = ?", (FORGOTTEN_TITLE, conv_id)
+                "UPDATE conversations SET title = ? WHERE id = ?",
+                (await _title_from_what_remains(conn, str(conv_id)), conv_id),
+            )
+
+
+async def _title_from_what_remains(conn: aiosqlite.Connection, conv_id: str) -> str:
+    rows = await fetch_all(
+        conn,
+        "SELECT user FROM turns WHERE conversation_id = ? AND kind = 'turn'"
+        " AND replaced_by IS NULL ORDER BY id",
+        (conv_id,),
+    )
+    for (user,) in rows:
+        left = " ".join(str(user).replace(FORGOTTEN, " ").split()).strip(" ,;.")
+        if left:
+            return make_title(str(user))
+    return FORGOTTEN_TITLE
+
+
+async def cut_record(
+    db: Database, key: str, new: str, parts: Sequence[str]
+) -> Forgotten:
+    """Forget only `parts` of a message or reply (t<turn> or r<turn>): its text
+    becomes `new` (the rest of it, each cut marked) in its record, its turn and
+    every fork's copy; the parts leave the reply's reasoning and tool events
+    too, and a title made from the old message is made again from the new.
+    The record's vector goes with its old text (a trigger) and is embedded
+    again; the bytes are scrubbed as any forget's."""
+    kind, root, n = parse_key(key)
+    if kind not in ("t", "r") or n is not None:
+        raise ValueError(f"only a message or a reply can be cut, not {key}")
+    done = Forgotten()
+    column = "user" if kind == "t" else "assistant"
+    async with db.transaction() as conn:
+        rows = await fetch_all(
+            conn,
+            f"SELECT id, conversation_id, {column}, thinking, tool_events FROM turns"
+            " WHERE id = ? OR copied_from = ?",
+            (root, root),
+        )
+        if not rows:
+            return done
+        original = next((r for r in rows if r[0] == root), rows[0])
+        old = str(original[2])
+        for row_id, _, _, thinking, events in rows:
+            await conn.execute(
+                f"UPDATE turns SET {column} = ?, thinking = ?, tool_events = ? WHERE id = ?",
+                (new, _without(str(thinking), parts), _events_without(events, parts), row_id),
+            )
+        cur = await conn.execute(
+            "UPDATE memory_records SET content = ? WHERE key = ? RETURNING id", (new, key)
+        )
+        done.records += len(list(await cur.fetchall()))
+        await cur.close()
+        done.touched |= {str(r[1]) for r in rows}
+        if kind == "t":
+            await _retitle(conn, done.touched, old, new)
+    done.old_texts += [p for p in parts if p.strip()]
+    done.scrubbed = await scrub(db)
+    return done
+
+
+def _without(text: str, parts: Sequence[str]) -> str:
+    for part in parts:
+        if part.strip():
+            text = text.replace(part, FORGOTTEN)
+    return text
+
+
+def _events_without(events: object, parts: Sequence[str]) -> str:
+    decoded = json.loads(str(events or "[]"))
+    for part in parts:
+        if part.strip():
+            decoded = _replace_in(decoded, part)
+    return json.dumps(decoded)
+
+
+def _replace_in(value: Any, part: str) -> Any:
+    if isinstance(value, str):
+        return value.replace(part, FORGOTTEN)
+    if isinstance(value, list):
+        return [_replace_in(v, part) for v in value]
+    if isinstance(value, dict):
+        return {k: _replace_in(v, part) for k, v in value.items()}
+    return value
+
+
+async def _retitle(conn: aiosqlite.Connection, conversations: set[str], old: str, new: str) -> None:
+    """A title made from a message that was cut is made again from what is left of it."""
+    made = make_title(old).rstrip("…")
+    if not made:
+        return
+    rows = await fetch_all(
+        conn,
+        "SELECT id, title FROM conversations WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(conversations)),),
+    )
+    for conv_id, title in rows:
+        if str(title).startswith(made):
+            await conn.execute(
+                "UPDATE conversations SET title = ? WHERE id = ?", (make_title(new), conv_id)
             )
 
 

@@ -26,6 +26,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from newt.agent.forget_parts import holds_more
 from newt.agent.memory_admin import day
 from newt.ui.errors import describe
 from newt.ui.format import one_line
@@ -262,7 +263,11 @@ class MemoryBrowserScreen(ModalScreen[None]):
 
 def preview_lines(hits: Sequence[MemoryHit], query: str) -> list[str]:
     """What "forget all matching" lists before it asks: one line a record."""
-    lines = [f"{hit_label(h)}: {excerpt(h.content, query, 70)}" for h in hits[:PREVIEW_LINES]]
+    lines = [
+        f"{hit_label(h)}: {excerpt(h.content, query, 70)}"
+        + (" (holds more: all of it goes)" if holds_more(h.content, query) else "")
+        for h in hits[:PREVIEW_LINES]
+    ]
     if len(hits) > PREVIEW_LINES:
         lines.append(f"… and {len(hits) - PREVIEW_LINES} more")
     return lines

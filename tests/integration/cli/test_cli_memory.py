@@ -233,8 +233,12 @@ def test_forget_matching_previews_asks_and_leaves_no_byte(
 
     refused = offline("memory", "forget", "--matching", SECRET, home=home)
     assert refused.returncode == 2 and "--yes" in refused.stderr
-    assert f"2 memory records hold '{SECRET}' and would be forgotten:" in refused.stdout
-    assert {line.split()[1] for line in refused.stdout.splitlines()[2:]} == {"message", "reply"}
+    assert f"2 memory records hold '{SECRET}'; they would be forgotten:" in refused.stdout
+    heads = [b.splitlines()[0] for b in refused.stdout.split("\n\n")]
+    heads[0] = refused.stdout.splitlines()[1]
+    assert sorted(h.split()[1] for h in heads) == ["message", "reply"]
+    assert f"  | My locker code is {SECRET}, please remember it." in refused.stdout  # whole
+    assert "\x1b" not in refused.stdout
     assert len(search_json(home, SECRET)) == 2  # nothing went
 
     done = offline("memory", "forget", "--matching", SECRET, "--yes", home=home)
@@ -247,6 +251,65 @@ def test_forget_matching_previews_asks_and_leaves_no_byte(
     assert holds(db, CONTROL), "what was not forgotten must stay"
     again = offline("memory", "forget", "--matching", SECRET, home=home)
     assert again.returncode == 0 and "nothing to forget" in again.stdout
+
+
+def test_forget_matching_says_what_goes_and_can_keep_the_rest(
+    fake_openai: FakeOpenAI, home: Path
+) -> None:
+    """Issue 45: a message holding more than the match is shown whole and the
+    preview says so; --sentences forgets only the part holding it (the rest
+    stays, the cut marked, not a byte of the part left); the conversation
+    titled from its first message is titled from what remains."""
+    fact = "I'm allergic to peanuts"
+    fake_openai.script(Reply(text="Noted."))
+    first = say(fake_openai, home, f"My sister lives in Tromsø, {fact}, my dog is called Pixel")
+    fake_openai.script(Reply(text="Peanuts are legumes."))
+    say(fake_openai, home, "Tell me about peanuts", "-c")
+    conv = str(first["conversation_id"])
+
+    one = offline("memory", "forget", "--matching", "sister lives", home=home)
+    assert "1 memory record holds 'sister lives'; it would be forgotten:" in one.stdout
+
+    preview = offline("memory", "forget", "--matching", "peanuts", home=home)
+    assert preview.returncode == 2
+    assert "3 memory records hold 'peanuts'; they would be forgotten:" in preview.stdout
+    assert f"  | My sister lives in Tromsø, {fact}, my dog is called Pixel" in preview.stdout
+    assert "it holds more than 'peanuts': all of it goes (--sentences keeps the rest)" in (
+        preview.stdout
+    )
+    keep = offline("memory", "forget", "--matching", "peanuts", "--sentences", home=home)
+    assert "only the sentences holding it go" in keep.stdout
+    assert "  | My sister lives in Tromsø, [forgotten], my dog is called Pixel" in keep.stdout
+
+    done = offline("memory", "forget", "--matching", "peanuts", "--sentences", "--yes", home=home)
+    assert done.returncode == 0, done.stderr
+    assert "1 message kept what did not hold the words" in done.stdout
+    assert holds(home / "newt.db", "peanuts") == []  # nor the reply, nor the question
+    assert holds(home / "newt.db", "allergic") == []  # the whole clause went
+    assert holds(home / "newt.db", "Pixel") and holds(home / "newt.db", "Tromsø")
+    [kept] = db_rows(home, "SELECT user FROM turns WHERE conversation_id = ? ORDER BY id", conv)[:1]
+    assert kept == ("My sister lives in Tromsø, [forgotten], my dog is called Pixel",)
+    [(title,)] = db_rows(home, "SELECT title FROM conversations WHERE id = ?", conv)
+    assert title.startswith("My sister lives in Tromsø, [forgotten]")
+    hits = search_json(home, "Pixel")
+    assert [h["key"] for h in hits] and all("peanuts" not in str(h["content"]) for h in hits)
+
+
+def test_a_title_made_from_a_forgotten_message_comes_from_what_remains(
+    fake_openai: FakeOpenAI, home: Path
+) -> None:
+    first = say(fake_openai, home, f"My locker code is {SECRET}.")
+    say(fake_openai, home, "What is a good bike lock?", "-c")
+    done = offline("memory", "forget", "--matching", SECRET, "--yes", home=home)
+    assert done.returncode == 0, done.stderr
+    conv = str(first["conversation_id"])
+    assert db_rows(home, "SELECT title FROM conversations WHERE id = ?", conv) == [
+        ("What is a good bike lock?",)
+    ]
+    alone = say(fake_openai, home, f"Only {CONTROL} here.")
+    offline("memory", "forget", "--matching", CONTROL, "--yes", home=home)
+    rows = db_rows(home, "SELECT title FROM conversations WHERE id = ?", alone["conversation_id"])
+    assert rows == [("(forgotten)",)]  # nothing remains to title it from
 
 
 def test_forget_matching_asks_on_a_terminal(fake_openai: FakeOpenAI, home: Path) -> None:
