@@ -30,8 +30,13 @@ Beside newt, in the same run and from the same turns:
 
 `--quick`: one conversation (conv-41), its first 8 sessions, the questions
 whose evidence lies there. `--set` changes newt's config ([recall] keys);
-`--tune` sets a RecallEngine attribute (e.g. engine.neighbour_share=0.8),
-for experiments. The README keeps the last full table.
+`--tune` sets a recall tunable (recall.tuning.RecallTuning, e.g.
+neighbour_share=0.8), for experiments; `--played DIR` keeps the played
+databases there and reuses them, so experiments on what happens at question
+time skip the playing. `--probes`: after each conversation's questions, the
+50 unrelated messages of unrelated_probes.py are asked the same way; the
+table says how many requests carried a capsule. docs/benchmarks.md keeps the
+current table.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.unrelated_probes import PROBES  # noqa: E402
 from newt.agent.capability_tracker import REPLY_RESERVE_MAX  # noqa: E402
 from newt.agent.session import ChatSession  # noqa: E402
 from newt.config import Config  # noqa: E402
@@ -154,12 +160,11 @@ def make_config(home: Path, base_url: str, window: int, values: Sequence[str]) -
 
 
 def tune(session: ChatSession, values: Sequence[str]) -> None:
+    changes = {}
     for item in values:
-        dotted, _, raw = item.partition("=")
-        _, _, attr = dotted.partition(".")
-        current = getattr(session.recall, attr)
-        setattr(session.recall, attr, type(current)(raw) if not isinstance(current, bool)
-                else raw == "true")  # fmt: skip
+        name, _, raw = item.partition("=")
+        changes[name.removeprefix("engine.")] = raw
+    session.recall.tuning = session.recall.tuning.with_values(changes)
 
 
 def last_user_text(request: dict[str, Any]) -> str:
@@ -239,9 +244,9 @@ async def ask(
     fake: FakeOpenAI,
     question: Question,
     args: argparse.Namespace,
-) -> tuple[dict[str, Any] | None, float, int]:
+) -> Asked:
     """The request newt sent for `question`, the seconds it took, and the
-    evidence budget newt had for it (what the bm25 line gets)."""
+    evidence newt packed for it (its budget is what the bm25 line gets)."""
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -259,10 +264,24 @@ async def ask(
             await session.continue_latest()
             await send(session, question.text)
             report = session.last_retention
-            budget = report.budget_tokens if report is not None else 0
         finally:
             await session.close()
-    return scripted.seen, time.perf_counter() - started, budget
+    return Asked(
+        scripted.seen,
+        time.perf_counter() - started,
+        report.budget_tokens if report is not None else 0,
+        len(report.capsules) if report is not None else 0,
+        report.retained_tokens if report is not None else 0,
+    )
+
+
+@dataclass
+class Asked:
+    request: dict[str, Any] | None
+    seconds: float
+    budget: int
+    capsules: int
+    evidence_tokens: int
 
 
 # ------------------------------------------------------------- baselines
@@ -352,25 +371,33 @@ def table(window: int, outcomes: list[Outcome], budget: int) -> list[str]:
 
 async def run_window(
     dialogues: list[Dialogue], window: int, args: argparse.Namespace, tmp: Path
-) -> tuple[list[Outcome], list[dict[str, Any]], int]:
+) -> tuple[list[Outcome], list[dict[str, Any]], Window]:
     outcomes: list[Outcome] = []
     budgets: list[int] = []
+    evidence_tokens: list[int] = []
+    probes: list[Asked] = []
     rows: list[dict[str, Any]] = []
     with FakeOpenAI(n_ctx=window) as fake:
         for dialogue in dialogues:
-            home = tmp / f"{dialogue.name}-{window}"
-            home.mkdir(parents=True, exist_ok=True)
-            started = time.perf_counter()
-            await play(dialogue, home, window, fake, args)
-            played = time.perf_counter() - started
-            print(f"  {dialogue.name} @ {window}: played {len(dialogue.exchanges)} exchanges"
-                  f" in {played:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
+            home = (Path(args.played) if args.played else tmp) / f"{dialogue.name}-{window}"
+            if not (args.played and (home / "played").exists()):
+                if home.exists():
+                    shutil.rmtree(home)
+                home.mkdir(parents=True)
+                started = time.perf_counter()
+                await play(dialogue, home, window, fake, args)
+                (home / "played").write_text("ok")
+                played = time.perf_counter() - started
+                print(f"  {dialogue.name} @ {window}: played {len(dialogue.exchanges)} exchanges"
+                      f" in {played:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
             bm25 = Bm25(dialogue)
             for question in dialogue.questions:
-                request, seconds, budget = await ask(
+                asked = await ask(
                     dialogue, home / "newt.db", tmp / "q", window, fake, question, args
                 )
+                request, seconds, budget = asked.request, asked.seconds, asked.budget
                 budgets.append(budget)
+                evidence_tokens.append(asked.evidence_tokens)
                 sent = request_text(request) if request else ""
                 evidence = [norm(dialogue.texts[e]) for e in question.evidence]
                 plain = norm("\n".join(no_memory(dialogue, window, question)))
@@ -398,9 +425,42 @@ async def run_window(
                         "evidence": question.evidence,
                         "found": outcome.found,
                         "tokens": outcome.tokens,
+                        "evidence_tokens": asked.evidence_tokens,
                     }
                 )
-    return outcomes, rows, int(statistics.median(budgets)) if budgets else 0
+            if args.probes:
+                for text in PROBES:
+                    probe = Question(text, "", [], 0)
+                    probes.append(
+                        await ask(dialogue, home / "newt.db", tmp / "q", window, fake, probe, args)
+                    )
+    stats = Window(
+        int(statistics.median(budgets)) if budgets else 0,
+        int(statistics.median(evidence_tokens)) if evidence_tokens else 0,
+        probes,
+    )
+    return outcomes, rows, stats
+
+
+@dataclass
+class Window:
+    budget: int  # median evidence budget of the questions
+    evidence_tokens: int  # median evidence tokens in a question's request
+    probes: list[Asked]
+
+
+def probe_lines(window: int, stats: Window) -> list[str]:
+    if not stats.probes:
+        return []
+    carried = sum(p.capsules > 0 for p in stats.probes)
+    tokens = statistics.median(p.evidence_tokens for p in stats.probes)
+    return [
+        f"unrelated probes @ {window}: {len(stats.probes) - carried} of {len(stats.probes)}"
+        f" requests carried no capsule ({pct(len(stats.probes) - carried, len(stats.probes))});"
+        f" median evidence tokens per request: probes {tokens:.0f},"
+        f" LoCoMo questions {stats.evidence_tokens}",
+        "",
+    ]
 
 
 async def main_async(args: argparse.Namespace) -> int:
@@ -419,9 +479,10 @@ async def main_async(args: argparse.Namespace) -> int:
     all_rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="newt-locomo-") as tmp:
         for window in windows:
-            outcomes, rows, budget = await run_window(dialogues, window, args, Path(tmp))
+            outcomes, rows, stats = await run_window(dialogues, window, args, Path(tmp))
             all_rows += rows
-            print("\n".join(table(window, outcomes, budget)) + "\n", flush=True)
+            lines = [*table(window, outcomes, stats.budget), "", *probe_lines(window, stats)]
+            print("\n".join(lines), flush=True)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(all_rows, indent=1), encoding="utf-8")
     return 0
@@ -434,8 +495,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--conversations", default="")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
-    parser.add_argument("--tune", action="append", default=[], metavar="engine.ATTR=VALUE")
+    parser.add_argument("--tune", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--probes", action="store_true", help="ask the unrelated probes too")
     parser.add_argument("--json-out", default="")
+    parser.add_argument(
+        "--played",
+        default="",
+        metavar="DIR",
+        help="keep each played conversation's database in DIR and reuse it on the next run"
+        " (only what is asked changes: the question-time tunables)",
+    )
     return parser.parse_args(argv)
 
 

@@ -54,7 +54,7 @@ from benchmarks.memory_answers import (
     evidence_rank,
 )
 from newt.recall.fts_query import query_terms
-from newt.recall.newer import holds
+from newt.recall.relatedness import holds
 
 VARIANTS = (
     "as_sent",

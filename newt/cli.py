@@ -105,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     # started detached by print mode to write a compaction summary after it exits
     parser.add_argument("--finish-summary", metavar="ID", help=argparse.SUPPRESS)
+    # started detached by print mode to embed records still without a vector
+    parser.add_argument("--catch-up-vectors", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("list", help="list saved conversations")
     export = sub.add_parser("export", help="export a conversation")
@@ -172,7 +174,7 @@ def _local_model(args: argparse.Namespace, config: Config) -> str | None:
     remembered = config.backend.local_model.strip()
     if args.local is not None:
         return remembered
-    chatting = args.command is None and not args.finish_summary
+    chatting = args.command is None and not args.finish_summary and not args.catch_up_vectors
     named = bool(args.base_url or os.environ.get("OPENAI_BASE_URL"))
     return remembered if config.backend.local and chatting and not named else None
 
@@ -286,6 +288,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from newt.agent.print_mode import finish_summary
 
                 return run_bounded(finish_summary(config, args.finish_summary))
+            if args.catch_up_vectors:
+                from newt.agent.bounded_exit import run_bounded
+                from newt.agent.detached_summary import catch_up_vectors
+
+                return run_bounded(catch_up_vectors(config))
             if args.command == "list":
                 return asyncio.run(cmd_list(config, stdout))
             if args.command == "export":

@@ -85,9 +85,15 @@ def import_main(argv: list[str], *, err: TextIO | None = None) -> int:
         config = load_config(args.config)
         if config.db_path is None:
             raise ConfigError("no database path configured")
-        return asyncio.run(
+        status = asyncio.run(
             run_import(config.db_path, path, args.source, dry_run=args.dry_run, err=err)
         )
+        if not args.dry_run and status == EXIT_OK:
+            # the imported turns are embedded in the background, after we exit
+            from newt.agent.detached_summary import spawn_vector_writer
+
+            spawn_vector_writer(config)
+        return status
     except ImportFormatError as exc:
         err.write(f"newt import: {exc}; nothing was imported\n")
         return EXIT_USAGE

@@ -1,4 +1,5 @@
-"""The detached summary writer of print mode (`newt --finish-summary ID`).
+"""The detached writers of print mode: `newt --finish-summary ID` and
+`newt --catch-up-vectors`.
 
 `newt -p` gives the shell its prompt back at once; when its turn folded turns
 into the record, a detached child writes their summary and stores it (see
@@ -6,6 +7,12 @@ into the record, a detached child writes their summary and stores it (see
 file beside the database, so the next turn on that conversation can stop it
 first (a one-slot server would make that turn wait for the whole summary),
 or, when the summary is overdue (more than one fold owed), wait for it.
+
+Every stored record gets its vector whatever wrote it: print mode embeds its
+turn's records before it exits (bounded), and when records are still without
+a vector (an import, a first run fetching the model, a long backlog) one
+detached `newt --catch-up-vectors` embeds them (one at a time per database,
+by its pid file), so recall by meaning works for scripts too.
 """
 
 from __future__ import annotations
@@ -19,6 +26,11 @@ import sys
 from pathlib import Path
 
 from newt.config import Config
+from newt.files import write_private
+
+# How long a detached vector writer may work before it leaves the rest to the next.
+VECTOR_WRITER_S = 1800.0
+VECTORS_FLAG = "--catch-up-vectors"
 
 
 def writer_pid_file(db_path: Path, conversation_id: str) -> Path:
@@ -104,3 +116,63 @@ def spawn_summary_writer(config: Config, conversation_id: str) -> None:
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # not killed with the shell's job
         )
+
+
+def vector_pid_file(db_path: Path) -> Path:
+    """Where a detached vector writer for this database leaves its pid."""
+    return db_path.parent / "vectors.pid"
+
+
+def _vector_writer_alive(pid_file: Path) -> bool:
+    try:
+        pid = int(pid_file.read_text().strip())
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return False
+    return VECTORS_FLAG.encode() in argv
+
+
+def spawn_vector_writer(config: Config) -> None:
+    """Start a detached `newt --catch-up-vectors` unless one is at work on
+    this database: it embeds the records still without a vector, then exits."""
+    if config.db_path is None or _vector_writer_alive(vector_pid_file(config.db_path)):
+        return
+    argv = [sys.executable, "-m", "newt", VECTORS_FLAG]
+    argv += ["--base-url", config.backend.base_url, "--model", config.backend.model]
+    if config.path is not None and config.path.exists():
+        argv += ["--config", str(config.path)]
+    with contextlib.suppress(OSError):
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
+async def catch_up_vectors(config: Config, timeout: float = VECTOR_WRITER_S) -> int:
+    """`newt --catch-up-vectors`: embed every record still without a vector
+    (at most `timeout` seconds), then exit; nothing when another writer is
+    at it."""
+    from newt.agent.bounded_exit import close_within
+    from newt.recall.service import RecallParts
+    from newt.store import Store
+
+    assert config.db_path is not None
+    pid_file = vector_pid_file(config.db_path)
+    if _vector_writer_alive(pid_file):
+        return 0
+    write_private(pid_file, str(os.getpid()))
+    try:
+        async with await Store.open(config.db_path) as store:
+            parts = RecallParts(store, config, config.backend.base_url, config.backend.model)
+            try:
+                await parts.catch_up(timeout)
+            finally:
+                await close_within(parts.aclose())
+    finally:
+        with contextlib.suppress(OSError):
+            if pid_file.read_text().strip() == str(os.getpid()):
+                pid_file.unlink()
+    return 0

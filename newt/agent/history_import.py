@@ -20,7 +20,7 @@ from typing import Protocol, runtime_checkable
 from newt.importing import ImportFormatError, ImportSummary, import_conversations, read_source
 from newt.importing.model import Item
 from newt.importing.sources import SQLITE_APPS, default_path
-from newt.recall.parts import RecallParts
+from newt.recall.service import RecallParts
 from newt.store import Store
 
 ImportProgress = Callable[[int, int, int], None]

@@ -23,7 +23,7 @@ from newt.memory import MemMessage, MemoryProvider
 from newt.memory.capabilities import Anchored, Calibrating, Summarizing
 from newt.memory.notes import NoteBook
 from newt.recall.evidence import EvidenceSource
-from newt.recall.parts import RecallParts
+from newt.recall.service import RecallParts
 from newt.store import Store
 
 SUMMARY_REPLY_TOKENS = 600  # a summary's reply cap when the provider gives none
@@ -66,6 +66,13 @@ class ModelLink:
         """The provider's (possibly calibrated) estimate, else chars/chars_per_token."""
         if isinstance(self.provider, Anchored):
             return int(self.provider.tokens_for(text))
+        per = max(1, self.config.estimation.chars_per_token)
+        return -(-len(text) // per)
+
+    def content_tokens(self, text: str) -> int:
+        """The same estimate for a piece of a message, without its glue."""
+        if isinstance(self.provider, Anchored):
+            return int(self.provider.content_tokens(text))
         per = max(1, self.config.estimation.chars_per_token)
         return -(-len(text) // per)
 

@@ -22,13 +22,21 @@ from typing import Any, TextIO
 
 from newt.agent import events as ev
 from newt.agent.bounded_exit import close_within
-from newt.agent.detached_summary import spawn_summary_writer, writer_pid_file
+from newt.agent.detached_summary import (
+    spawn_summary_writer,
+    spawn_vector_writer,
+    writer_pid_file,
+)
 from newt.agent.print_thinking import ThinkingPrinter, speed
 from newt.agent.session import ChatSession, MemoryStatus, dump_report
 from newt.config import Config
 from newt.files import write_private
 from newt.memory.capabilities import Summarizing
 from newt.store import Store
+
+# How long print mode waits, after the reply is out, for its turn's records
+# to be embedded (a few hundred milliseconds once the model is loaded).
+EMBED_AT_EXIT_S = 5.0
 from newt.text import StreamSanitizer, strip_terminal_escapes
 
 
@@ -82,6 +90,11 @@ async def run_print(
                 else:
                     session.summaries.start()
                     await session.summaries.wait(config.backend.timeout_s)
+            # Recall by meaning for scripts too: the turn's records are
+            # embedded before exit (bounded); what is left, a detached newt does.
+            if not await session.recall_parts.catch_up(EMBED_AT_EXIT_S):
+                if detach_summary:
+                    spawn_vector_writer(config)
             return code
         finally:
             await close_within(session.close())  # never held up by stuck background work
@@ -237,6 +250,7 @@ async def finish_summary(config: Config, conversation_id: str) -> int:
         await session.resume(conversation_id)
         session.summaries.start()
         await session.summaries.wait(config.backend.timeout_s * 2)
+        await session.recall_parts.catch_up(config.backend.timeout_s)
     except asyncio.CancelledError:
         pass  # preempted by a turn: the fallback record stands
     finally:

@@ -56,7 +56,7 @@ from newt.config import Config
 from newt.memory import MemoryProvider
 from newt.memory.notes import NoteBook
 from newt.recall import RecallEngine, RetentionReport
-from newt.recall.parts import RecallParts
+from newt.recall.service import RecallParts
 from newt.store import Conversation, MemoryRecord, Store
 
 

@@ -97,6 +97,7 @@ class SessionTurns:
             tool_schemas=schemas,
             system_prompt=self.settings.system_prompt,
             tokens_for=link.estimate_tokens,
+            content_tokens=link.content_tokens,
             extra_tools=self.mcp if self.mcp.configured else None,
             settings=self.settings.settings,
             attachments=attachments,

@@ -56,10 +56,13 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
         "type": "function",
         "function": {
             "name": "fetch_record",
-            "description": "Return one memory record in full, verbatim, by its key (e.g. t42).",
+            "description": (
+                "Return one memory record in full, verbatim: by its key (e.g. t42), or by"
+                " the first words of a recalled line cut short (ending in …)."
+            ),
             "parameters": {
                 "type": "object",
-                "properties": {"key": {"type": "string"}},
+                "properties": {"key": {"type": "string", "description": "a key or a line's words"}},
                 "required": ["key"],
             },
         },

@@ -35,7 +35,7 @@ from newt.backend.errors import (
 )
 from newt.memory import MemMessage, TurnMetrics, Usage
 from newt.recall import RetentionReport
-from newt.recall.presentation import fit_block
+from newt.recall.presentation import Packing
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -170,18 +170,26 @@ class TurnRunner:
         s = self.s
         fixed = s.tokens_for(self._build()[0].content) + self.fit.all_schema_tokens()
         gathered = await s.evidence.gather(
-            self.text, s.log.resident_keys(), fixed, count_hits=False
+            self.text, s.log.resident_keys(), fixed, packing=self._packing(), count_hits=False
         )
-        return fit_block(
-            gathered.report,
-            gathered.budget,
-            keys=self.fit.can_fetch_records(),
-            now=gathered.now,
-            history_since=gathered.history_since,
+        return gathered.report, gathered.block
+
+    def _packing(self) -> Packing:
+        """How this request counts and reads its evidence block: in the
+        provider's own estimate of a message's content (the units the
+        request is counted in)."""
+        s = self.s
+        conversation = s.log.conversation
+        return Packing(
+            count=s.content_tokens,
+            fetchable=self.fit.can_fetch_records(),
+            conversation_id=conversation.id if conversation is not None else "",
         )
 
     async def _request(self) -> AsyncGenerator[ev.AgentEvent, None]:
         s, p = self.s, self.p
+        if s.tool_schemas:  # newt's own llama-server: does this model call tools at all?
+            await s.capabilities.probe_tools(s.client)
         if s.extra_tools is not None and s.capabilities.supports_tools is not False:
             # after TurnStarted: the user's words are stored before any server starts
             for message in await s.extra_tools.prepare():
@@ -190,16 +198,10 @@ class TurnRunner:
             s.tool_schemas = [*s.tool_schemas, *s.extra_tools.schemas()]
         system = self._build()[0].content  # as sent: the prompt with the notes
         fixed = s.tokens_for(system) + self.fit.all_schema_tokens()
-        gathered = await s.evidence.gather(self.text, s.log.resident_keys(), fixed)
-        report, p.evidence = fit_block(
-        if s.tool_schemas:  # newt's own llama-server: does this model call tools at all?
-            await s.capabilities.probe_tools(s.client)
-            gathered.report,
-            gathered.budget,
-            keys=self.fit.can_fetch_records(),
-            now=gathered.now,
-            history_since=gathered.history_since,
+        gathered = await s.evidence.gather(
+            self.text, s.log.resident_keys(), fixed, packing=self._packing()
         )
+        report, p.evidence = gathered.report, gathered.block
         self.last_retention = report
         if report is not None:
             yield ev.RetainedEvidence(report)

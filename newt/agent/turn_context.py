@@ -21,6 +21,7 @@ from newt.backend.client import ChatClient
 from newt.chat_settings import ChatSettings
 from newt.memory import MemoryProvider
 from newt.recall.evidence import EvidenceSource
+from newt.recall.retention import est_tokens
 
 
 @dataclass
@@ -36,6 +37,8 @@ class TurnContext:
     system_prompt: str
     tokens_for: Callable[[str], int]
     """The provider's (possibly calibrated) estimate of one message."""
+    content_tokens: Callable[[str], int] = est_tokens
+    """The same estimate for a piece of a message (the evidence block's units)."""
     tool_schemas: list[dict[str, Any]] = field(default_factory=lambda: list(TOOL_SCHEMAS))
     extra_tools: ExtraTools | None = None
     """MCP servers' tools: started once the turn is persisted, then offered beside ours."""
@@ -62,6 +65,7 @@ class TurnProgress:
     thinking: str = ""  # the model's reasoning: stored and shown, never sent back
     clock: ReplyClock = field(default_factory=ReplyClock)
     prompt_estimate: int | None = None  # of the first round, for a backend without usage
+    first_token_s: float | None = None  # the wait for the reply's first token (first round)
     tool_events: list[dict[str, Any]] = field(default_factory=list)
     prompt_tokens: int | None = None  # of the first round: the working set + new message
     completion_tokens: int = 0
@@ -84,12 +88,14 @@ class TurnProgress:
         cut = self.finish_reason == "length"
         if self.prompt_tokens is not None:
             return ReplyStats(
-                self.prompt_tokens, self.completion_tokens, seconds, stopped_for_length=cut
-            )
+                self.prompt_tokens, self.completion_tokens, seconds, stopped_for_length=cut,
+                first_token_s=self.first_token_s,
+            )  # fmt: skip
         completion = tokens_for(self.thinking + self.reply) if self.thinking or self.reply else 0
         return ReplyStats(
-            self.prompt_estimate, completion, seconds, estimated=True, stopped_for_length=cut
-        )
+            self.prompt_estimate, completion, seconds, estimated=True, stopped_for_length=cut,
+            first_token_s=self.first_token_s,
+        )  # fmt: skip
 
     def done(self, turn_id: int, status: str, tokens_for: Callable[[str], int]) -> ev.TurnDone:
         return ev.TurnDone(

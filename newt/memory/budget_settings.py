@@ -104,3 +104,8 @@ class BudgetSettings:
         """The estimate in force for one prompt-side message (e.g. the next
         user message, for the pre-send guard)."""
         return self.estimator.message(text)
+
+    def content_tokens(self, text: str) -> int:
+        """The estimate in force for a piece of a message (no message glue):
+        what the evidence block is packed in."""
+        return self.estimator.content().tokens_for(text)

@@ -1,4 +1,4 @@
-"""Recall and retained evidence (EMBER v0): bm25 recall over every memory record,
+"""Recall and retained evidence: words and meaning over every memory record,
 and compact verbatim evidence capsules packed under a token budget.
 
 docs/design.md section 7 describes it. Nothing here imports textual.

@@ -48,6 +48,7 @@ class EmbedQueue:
         self._idle = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.embedded = 0  # records embedded by this queue (for tests and status)
+        self.failing = False  # the last attempt failed; retrying after a pause
 
     @property
     def running(self) -> bool:
@@ -90,6 +91,7 @@ class EmbedQueue:
                 while await self._step():
                     pass
             except EmbeddingsError as exc:
+                self.failing = True
                 logger.info("embedding failed, retrying in %.0f s: %s", delay, exc)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), delay)
@@ -103,6 +105,7 @@ class EmbedQueue:
                 self._idle.set()
                 return
             delay = RETRY_MIN_S
+            self.failing = False
             if self.embedder.available is False:
                 self._idle.set()
                 return  # no embeddings here: nothing will ever change that in this run

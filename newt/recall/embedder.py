@@ -28,7 +28,7 @@ from newt.backend.embeddings import (
     EmbeddingsRejected,
     EmbeddingsUnsupported,
 )
-from newt.recall.threads import off_loop
+from newt.recall.offload import off_loop
 
 if TYPE_CHECKING:
     from newt.recall.minilm import MiniLM

@@ -1,19 +1,24 @@
-"""Recall over every memory record: bm25 on the FTS5 index fused with a
-meaning-based ranking (when an embedder is there), the messages around the
-best hits, hit counting, retention.
+"""Recall over every memory record: one entry point, `RecallEngine.recall`,
+and its stages in the order they run (docs/design.md section 7):
 
-A recall is a few cheap statements so it stays fast on large stores:
-1. (only with exclusions) resolve the excluded keys to row ids;
-2. count each query word's records, stopping early for common words, and
-   bound the store's size (see fts_query.choose_terms);
-3. rank in the FTS5 index alone (see fts_query.plan_search), reading no content;
-4. with embeddings: embed the query (briefly; on failure, lexical only), rank
-   the stored vectors (see vectors.py) and fuse both rankings (`fuse`);
-5. read the best candidates' rows (the only full contents ever loaded), lift
-   a turn whose two halves both matched (`with_pairs`), add the messages next
-   to the best hits and the newest later statement about
-   them (`_with_context`);
-6. one `UPDATE ... RETURNING` that counts the hit on exactly the returned records.
+1. time      the time the query names ("on 8 May 2023", "yesterday") leaves
+             its words (time_span.py); records said then are lifted after fusing
+2. words     bm25 over the FTS5 index, reading no content (word_ranking.py)
+3. meaning   the query's cosine to every stored vector (vectors.py), on threads
+             of its own beside the words
+4. fuse      one ranking from both, by score (fusion.fuse), said-then lifted
+             (fusion.boost)
+5. floor     only records related to the message (relatedness.py)
+6. pairs     a turn whose two halves both matched (fusion.with_pairs)
+7. context   the messages next to the best hits, and every candidate linked
+             to its newer statement (newer.py)
+8. sittings  the lift of being said among other matches (sittings.py)
+9. pack      (with a budget) the block as the request will carry it, best
+             first, a statement only with its newer one (presentation.pack_block)
+10. count    one UPDATE ... RETURNING counts the hit on what was returned
+
+Its tunables are one `RecallTuning`. Why one module in this order: each stage
+reads what the one before left, and a change to one is read beside the rest.
 """
 
 from __future__ import annotations
@@ -24,56 +29,62 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from newt.recall.context import Context, Read
 from newt.recall.embedder import Embedder
-from newt.recall.fts_query import query_terms
-from newt.recall.fusion import LEXICAL_WEIGHT, PAIR_SHARE, boost, fuse, with_pairs
-from newt.recall.newer import NewerStatements, held_terms, later_statements, with_newer
+from newt.recall.fts_query import query_terms, quote
+from newt.recall.fusion import boost, fuse, with_pairs
+from newt.recall.newer import NewerStatements
+from newt.recall.presentation import CUT_MARK, Packing, pack_block
+from newt.recall.relatedness import related
 from newt.recall.retention import (
     DEFAULT_EXCERPT_TOKENS,
-    LINE_TOKENS,
     RetentionCandidate,
     RetentionReport,
-    retain_within_budget,
+    chain,
 )
-from newt.recall.sittings import SITTING_DEPTH, SITTING_SHARE, SITTING_TOP, with_sittings
+from newt.recall.sittings import with_sittings
 from newt.recall.time_span import time_spans
+from newt.recall.tuning import RecallTuning
 from newt.recall.vectors import VectorIndex
 from newt.recall.word_ranking import MAX_SCORED, WordRanking
 from newt.store import Database, Store
 from newt.store.models import MemoryRecord
 from newt.store.records import RecordRepo, row_to_record
 
-__all__ = ["RecallEngine", "RecallRequest", "RecallResponse", "boost", "fuse", "to_candidates"]
+__all__ = [
+    "RecallEngine",
+    "RecallRequest",
+    "RecallResponse",
+    "RecallTuning",
+    "boost",
+    "fuse",
+    "to_candidates",
+]
 
 SECONDS_PER_HOUR = 3600.0
-# Candidates looked at per returned record, and at least MIN_POOL: repeats of
-# an older record drop out, and the lexical and meaning rankings each bring
-# their best.
-POOL_FACTOR = 2
-MIN_POOL = 48
-# The best NEIGHBOUR_HITS hits bring the messages next to them, scored at
-# NEIGHBOUR_SHARE of the hit's; the best NEWER_HITS bring the newest later
-# record holding their rarest query word, at NEWER_SHARE (see _with_context).
-NEIGHBOUR_HITS = 8
-NEIGHBOUR_SHARE = 0.9
-NEWER_HITS = 3
-NEWER_SHARE = 0.5
-# What being said inside the time the query names ("on 8 May 2023",
-# "yesterday") adds to a record's fused score, times its share of the best
-# bm25 among the records said then.
-SPAN_WEIGHT = 1.0
+# Words of a quoted line that fetch looks up (all must be held; then the
+# line is checked verbatim).
+MAX_FETCH_WORDS = 12
 
 
 @dataclass
 class RecallRequest:
+    """One recall. `limit`: records returned without a budget (a search);
+    with `retained_token_budget`, every related candidate is offered to the
+    packing and what fits is returned. `packing`: how the block will read
+    (the request's token count, whether fetch_record is offered, ...)."""
+
     query: str
     limit: int = 8
     retained_token_budget: int | None = None
+    packing: Packing = field(default_factory=Packing)
 
 
 @dataclass
 class RecallResponse:
-    """`memories` best first; `retained_evidence` is set iff a budget was requested.
+    """`memories` best first; `retained_evidence` and `block` are set iff a
+    budget was requested (the capsules packed, and the block as the request
+    carries it).
 
     `terms` are the folded words the capsule excerpts were
     centered on, e.g. for highlighting them in the sidebar.
@@ -82,37 +93,59 @@ class RecallResponse:
     memories: list[MemoryRecord]
     retained_evidence: RetentionReport | None
     terms: list[str] = field(default_factory=list)
+    block: str = ""
 
 
-def to_candidates(records: Sequence[MemoryRecord], now: float) -> list[RetentionCandidate]:
-    """Retention candidates for recalled records, keyed by their retrieval key."""
+def to_candidates(
+    records: Sequence[MemoryRecord], now: float, hits: int = 0
+) -> list[RetentionCandidate]:
+    """Retention candidates for recalled records, keyed by their retrieval
+    key; `hits`: added to each access count (this recall's own hit)."""
     return [
         RetentionCandidate(
             id=r.key,
             content=r.content,
-            access_count=r.access_count,
+            access_count=r.access_count + hits,
             age_hours=max(0.0, (now - r.created_at) / SECONDS_PER_HOUR),
             retrieval_score=r.score,
             role=r.role or "",
             said_at=r.said_at,
             kind=r.source,
             newer=r.newer_key or "",
+            conversation_id=r.conversation_id or "",
         )
         for r in records
     ]
 
 
-@dataclass
-class _Read:
-    """What one recall has read so far: rows by id (`asked`: every id looked
-    up, a row missing from `rows` was left out), each hit's neighbours and
-    newer statement by hit id. Read ahead while the query is embedded, so
-    the rest of the recall finds most of it here."""
+def within_limit(records: list[MemoryRecord], limit: int) -> list[MemoryRecord]:
+    """At most `limit` of `records` (best first), a record with a newer
+    statement kept only together with it: a superseded value never leaves
+    recall alone. The request's block keeps the same rule by tokens
+    (presentation.pack_block)."""
+    by_key = {r.key: r for r in records}
+    kept: set[str] = set()
+    for record in records:
+        if len(kept) >= limit:
+            break
+        if record.key in kept:
+            continue
+        group = chain(record, lambda r: by_key.get(r.newer_key or ""), lambda r: r.key in kept)
+        if len(kept) + len(group) <= limit:
+            kept.update(r.key for r in group)
+    return [r for r in records if r.key in kept]
 
-    asked: set[int] = field(default_factory=set)
-    rows: dict[int, Any] = field(default_factory=dict)
-    neighbours: dict[int, list[MemoryRecord]] = field(default_factory=dict)
-    newer: dict[int, MemoryRecord | None] = field(default_factory=dict)
+
+@dataclass
+class _Ranked:
+    """What the ranking stages leave: fused (rowid, score) best first, each
+    record's cosine to the query, the query's word weights, the words to
+    center excerpts on."""
+
+    ranked: list[tuple[int, float]]
+    cosines: dict[int, float]
+    weights: dict[str, float]
+    focus: list[str]
 
 
 class RecallEngine:
@@ -130,26 +163,18 @@ class RecallEngine:
         excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS,
         max_scored: int = MAX_SCORED,
         embedder: Embedder | None = None,
+        tuning: RecallTuning | None = None,
     ) -> None:
         self.db = store.db if isinstance(store, Store) else store
         self.embedder = embedder
         self._vectors = VectorIndex(self.db, embedder.space) if embedder else None
         self.excerpt_tokens = excerpt_tokens
+        self.tuning = tuning or RecallTuning()
         # max_scored is exposed so tests can drive the large-store plans with a few records.
         self.words = WordRanking(self.db, max_scored)
         self.newer_statements = NewerStatements(self.db, self.words)
+        self.context = Context(self.db, self.newer_statements, lambda: self.tuning)
         self._records = RecordRepo(self.db)
-        # Tunables of the recall pipeline (benchmarks/locomo.py measures them).
-        self.neighbour_hits = NEIGHBOUR_HITS
-        self.neighbour_share = NEIGHBOUR_SHARE
-        self.newer_hits = NEWER_HITS
-        self.newer_share = NEWER_SHARE
-        self.pair_share = PAIR_SHARE
-        self.lexical_weight = LEXICAL_WEIGHT
-        self.span_weight = SPAN_WEIGHT
-        self.sitting_share = SITTING_SHARE
-        self.sitting_depth = SITTING_DEPTH
-        self.sitting_top = SITTING_TOP
 
     async def recall(
         self,
@@ -159,7 +184,8 @@ class RecallEngine:
         now: float | None = None,
         count_hits: bool = True,
     ) -> RecallResponse:
-        """The best `request.limit` records for the query, best first.
+        """The records related to the query, best first: `request.limit` of
+        them, or with a budget, those the block packs.
 
         Each returned record's access_count is incremented, and the record is
         reported with the count *after* this hit (so it includes this recall).
@@ -169,23 +195,28 @@ class RecallEngine:
         words returns no memories. `count_hits=False` looks without counting
         (the user inspecting the memory is not a use of it).
         """
-        memories, terms = await self._search(
-            request.query, request.limit, exclude_keys, count_hits=count_hits
-        )
-        report = None
-        if request.retained_token_budget is not None:
-            candidates = to_candidates(memories, self.db.clock() if now is None else now)
+        budget = request.retained_token_budget
+        records, terms = await self._search(request.query, request.limit, exclude_keys)
+        report, block = None, ""
+        if budget is not None:
+            at = self.db.clock() if now is None else now
             # Excerpts center on the words the ranking used (for a long
             # message, those of its sentences with a rare word), not on
             # every word of the query.
-            report = retain_within_budget(
-                candidates,
-                request.retained_token_budget,
-                self.excerpt_tokens,
+            report, block = pack_block(
+                to_candidates(records, at, 1 if count_hits else 0),
+                budget,
+                replace(request.packing, now=at),
                 query=" ".join(terms),
-                line_tokens=LINE_TOKENS,
+                excerpt_tokens=self.excerpt_tokens,
             )
-        return RecallResponse(memories, report, terms)
+            packed = {c.retrieval_key for c in report.capsules}
+            records = [r for r in records if r.key in packed]
+        else:
+            records = within_limit(records, request.limit)
+        if count_hits:
+            records = await self._count_hits(records)
+        return RecallResponse(records, report, terms, block)
 
     async def said_since(self, keys: Collection[str]) -> float | None:
         """When the oldest message among `keys` was said (summaries and notes
@@ -201,39 +232,76 @@ class RecallEngine:
         return None if row is None or row[0] is None else float(row[0])
 
     async def fetch(self, key: str) -> MemoryRecord | None:
-        """The full record for a retrieval key, verbatim (not counted as a hit)."""
-        return await self._records.get(key)
+        """The full record for a retrieval key, or for the first words of a
+        line of the evidence block (a line cut short ends in "…"), verbatim
+        (not counted as a hit). The newest record holding those words wins."""
+        found = await self._records.get(key.strip())
+        if found is not None:
+            return found
+        words = " ".join(key.strip().rstrip(CUT_MARK).split())
+        terms = query_terms(words)
+        if not terms:
+            return None
+        phrase = " AND ".join(quote(t) for t in terms[:MAX_FETCH_WORDS])
+        rows = await self.db.conn.execute_fetchall(
+            "SELECT r.* FROM memory_fts f JOIN memory_records r ON r.id = f.rowid"
+            " WHERE memory_fts MATCH ? ORDER BY r.said_at DESC, r.id DESC LIMIT 64",
+            (phrase,),
+        )
+        wanted = words.lower()
+        for row in rows:
+            if wanted in " ".join(str(row["content"]).split()).lower():
+                return row_to_record(row)
+        return None
 
     async def _search(
-        self, query: str, limit: int, exclude_keys: Collection[str], *, count_hits: bool = True
+        self, query: str, limit: int, exclude_keys: Collection[str]
     ) -> tuple[list[MemoryRecord], list[str]]:
-        """Best records first, and the words their excerpts should center on.
-
-        Each record is one message (or note, summary, tool result), scored on
-        its own words. The lexical and meaning rankings are fused by score; the
-        best hits bring the messages around them (the reply to a hit, the
-        message it answered: what was said around a fact often names it) and
-        the newest later record that shares the hit's rarest matched word (a
-        later statement about the same thing, so an old value never comes
-        alone)."""
-        spans, rest = time_spans(query, self.db.clock()) if self.span_weight > 0 else ([], query)
+        """Every candidate related to the query, best first, each linked to
+        its newer statement, and the words excerpts should center on: the
+        stages of the module docstring, 1-8."""
+        t = self.tuning
+        spans, rest = time_spans(query, self.db.clock()) if t.span_weight > 0 else ([], query)
         if spans and query_terms(rest):
             query = rest
         words = query_terms(query)
         if limit <= 0 or not (words or self._embedder_ready()):
             return [], []
         excluded = await self._ids_for(exclude_keys)
-        pool = max(limit * POOL_FACTOR, MIN_POOL)
+        pool = max(limit * t.pool_factor, t.min_pool)
+        read = Read()
+        found = await self._rank(query, words, spans, pool, excluded, read)
+        if not found.ranked:
+            return [], found.focus
+        terms = found.focus or words
+        records = await self._load(found.ranked[:pool], read)
+        records = related(records, found.cosines, found.weights, t)
+        records = with_pairs(records, t.pair_share)
+        records = await self.context.around(records, terms, excluded, read)
+        records = with_sittings(records, t.sitting_share, depth=t.sitting_depth, top=t.sitting_top)
+        return records, found.focus
+
+    async def _rank(
+        self,
+        query: str,
+        words: list[str],
+        spans: list[Any],
+        pool: int,
+        excluded: set[int],
+        read: Read,
+    ) -> _Ranked:
+        """Stages 2-4: the words and the meaning side by side, fused, said-then lifted."""
+        t = self.tuning
         lexical: list[tuple[int, float]] = []
         focus: list[str] = []
+        weights: dict[str, float] = {}
         # The meaning path starts first and runs beside the lexical ranking:
         # the query is embedded and the vectors scanned on threads of their
         # own while FTS5 ranks on aiosqlite's.
         meaning = asyncio.ensure_future(self._nearest(query, pool, excluded))
-        read = _Read()
         try:
             if words:
-                lexical, focus = await self._lexical(query, words, pool, excluded)
+                lexical, focus, weights = await self._lexical(query, words, pool, excluded)
                 if not meaning.done():
                     # Still embedding: read meanwhile what the best lexical
                     # hits will need (the words' share of the fused score
@@ -245,94 +313,25 @@ class RecallEngine:
                 meaning.cancel()
             elif not meaning.cancelled():
                 meaning.exception()  # seen: an error of the words' path goes up alone
-        ranked = fuse(lexical, nearest, self.lexical_weight)
+        ranked = fuse(lexical, nearest, t.lexical_weight)
         if spans and words:
             said = await self.words.said_within(spans, focus or words, pool + len(excluded))
             said = [(rowid, rank) for rowid, rank in said if rowid not in excluded]
-            ranked = boost(ranked, lexical, said, self.lexical_weight, self.span_weight)
-        if not ranked:
-            return [], focus
-        records = with_pairs(await self._load(ranked[:pool], read), self.pair_share)
-        records = await self._with_context(records, focus or words, excluded, read)
-        records = with_sittings(
-            records, self.sitting_share, depth=self.sitting_depth, top=self.sitting_top
-        )
-        records = with_newer(records, limit)
-        if not count_hits:
-            return records, focus
-        return await self._count_hits(records), focus
+            ranked = boost(ranked, lexical, said, t.lexical_weight, t.span_weight)
+        return _Ranked(ranked, dict(nearest), weights, focus)
 
     async def _read_ahead(
-        self, ranked: list[tuple[int, float]], terms: list[str], excluded: set[int], read: _Read
+        self, ranked: list[tuple[int, float]], terms: list[str], excluded: set[int], read: Read
     ) -> None:
-        """What _load and _with_context would read for `ranked` alone, into `read`."""
-        hits = await self._load(ranked, read)
-        await self._read_neighbours(hits[: self.neighbour_hits], read)
-        for hit in hits[: self.newer_hits]:
-            await self._newer(hit, terms, excluded, read)
+        await self.context.read_ahead(ranked, terms, excluded, read)
 
-    async def _with_context(
-        self, hits: list[MemoryRecord], terms: list[str], excluded: set[int], read: _Read
-    ) -> list[MemoryRecord]:
-        """`hits` (best first) with their neighbours and newer statements, by score."""
-        found = {r.id: r for r in hits}
-        extra: dict[int, MemoryRecord] = {}
-
-        def offer(record: MemoryRecord, score: float, newer_key: str | None = None) -> None:
-            if record.id in excluded:
-                return
-            known = max(
-                (r.score for r in (found.get(record.id), extra.get(record.id)) if r is not None),
-                default=None,
-            )
-            if known is None or known < score:
-                extra[record.id] = replace(record, score=score, newer_key=newer_key)
-
-        # A record's newer statement goes wherever the record goes, and so
-        # does wherever its neighbours go: what was said around an old value
-        # is old too. Every candidate is linked to the newest later candidate
-        # sharing a query word with it; the best hits also look in the store.
-        held = held_terms(hits, terms)
-        linking = set(await self.newer_statements.linking_terms(held, terms))
-        later = later_statements(hits, {i: [t for t in h if t in linking] for i, h in held.items()})
-        for n, hit in enumerate(hits):
-            newer = later.get(hit.id)
-            if n < self.newer_hits:
-                stored = await self._newer(hit, terms, excluded, read)
-                if stored is not None and (newer is None or stored.said_at > newer.said_at):
-                    newer = stored
-                if newer is not None:
-                    offer(newer, hit.score * self.newer_share)
-            if newer is not None:
-                found[hit.id] = replace(found[hit.id], newer_key=newer.key)
-        await self._read_neighbours(hits[: self.neighbour_hits], read)
-        for hit in hits[: self.neighbour_hits]:
-            if hit.role not in ("user", "assistant") or hit.turn_id is None:
-                continue
-            for near in read.neighbours[hit.id]:
-                offer(near, hit.score * self.neighbour_share, found[hit.id].newer_key)
-        for rid, record in extra.items():
-            found[rid] = record
-        return sorted(found.values(), key=lambda r: -r.score)
-
-    async def _read_neighbours(self, hits: list[MemoryRecord], read: _Read) -> None:
-        """The neighbours of those `hits` not in `read` yet, into it (one statement)."""
-        missing = [hit for hit in hits if hit.id not in read.neighbours]
-        if missing:
-            for hit, near in zip(missing, await self._records.neighbours_of(missing), strict=True):
-                read.neighbours[hit.id] = near
-
-    async def _newer(
-        self, hit: MemoryRecord, terms: list[str], excluded: set[int], read: _Read
-    ) -> MemoryRecord | None:
-        if hit.id not in read.newer:
-            read.newer[hit.id] = await self.newer_statements.of(hit, terms, excluded)
-        return read.newer[hit.id]
+    async def _load(self, ranked: list[tuple[int, float]], read: Read) -> list[MemoryRecord]:
+        return await self.context.load(ranked, read)
 
     async def _lexical(
         self, query: str, words: list[str], pool: int, excluded: set[int]
-    ) -> tuple[list[tuple[int, float]], list[str]]:
-        """(rowid, bm25) best first, and the words to center excerpts on."""
+    ) -> tuple[list[tuple[int, float]], list[str], dict[str, float]]:
+        """(rowid, bm25) best first, the words to center excerpts on, their weights."""
         return await self.words.rank_words(query, words, pool, excluded)
 
     def _embedder_ready(self) -> bool:
@@ -348,26 +347,6 @@ class RecallEngine:
         if vector is None:
             return []
         return await self._vectors.search(vector, pool, excluded)
-
-    async def _load(self, ranked: list[tuple[int, float]], read: _Read) -> list[MemoryRecord]:
-        """The ranked records (score: higher is better), in rank order; rows
-        already in `read` are not read again."""
-        wanted = [i for i, _ in ranked if i not in read.asked]
-        if wanted:
-            marks = ",".join("?" * len(wanted))
-            # A compaction record that a newer one of its conversation replaced
-            # says nothing the newer one does not: only the newest is recalled.
-            found = await self.db.conn.execute_fetchall(
-                f"SELECT * FROM memory_records r WHERE id IN ({marks}) AND NOT ("
-                " r.source = 'compaction' AND EXISTS (SELECT 1 FROM memory_records n"
-                " WHERE n.conversation_id = r.conversation_id AND n.source = 'compaction'"
-                " AND n.id > r.id))",
-                wanted,
-            )
-            read.rows.update((row["id"], row) for row in found)
-            read.asked.update(wanted)
-        rows = read.rows
-        return [row_to_record(rows[i], score) for i, score in ranked if i in rows]
 
     async def _count_hits(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
         """Increment access_count of exactly these records, reporting the count after."""

@@ -1,6 +1,6 @@
 """Choose the verbatim excerpt a capsule keeps of its record.
 
-Without a query the excerpt is the record's head (the seed's v0). With one,
+Without a query the excerpt is the record's head. With one,
 it is the stretch that best matches the query: a record is mostly filler
 around the fact that made it a hit, and the head rarely holds that fact.
 

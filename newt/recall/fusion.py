@@ -1,6 +1,6 @@
 """One ranking from the words' and the meaning's, the lift of being said
 when the query says, and of a turn whose two halves both match
-(docs/design.md section 7).
+(docs/design.md section 7; the weights are recall.tuning.RecallTuning's).
 
 Scores, not only ranks, take part: a record far ahead of the rest in one
 ranking stays ahead (with reciprocal ranks the meaning path had cost recall).
@@ -12,14 +12,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from newt.store.models import MemoryRecord
-
-# Share of the fused score that comes from the words (the rest from meaning);
-# benchmarks/locomo.py chose it.
-LEXICAL_WEIGHT = 0.6
-# A message whose other half of the turn is among the candidates too gains
-# PAIR_SHARE of that half's score (see with_pairs); benchmarks/locomo_ranks.py
-# chose it.
-PAIR_SHARE = 0.2
 
 
 def _unit_scores(
@@ -36,7 +28,7 @@ def _unit_scores(
 def fuse(
     lexical: Sequence[tuple[int, float]],
     nearest: Sequence[tuple[int, float]],
-    lexical_weight: float = LEXICAL_WEIGHT,
+    lexical_weight: float,
 ) -> list[tuple[int, float]]:
     """The lexical (rowid, bm25) and meaning (rowid, cosine) rankings as one,
     best first: each score taken as a share of its ranking's best, then

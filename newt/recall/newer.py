@@ -1,18 +1,18 @@
 """Newer statements (docs/design.md section 7): for the best hits, the newest
 record in the store said after it that holds its rarest query word; for every
-candidate, the newest later candidate holding a query word it holds; and the
-cut that keeps a record only with its newer one. Why: an old value never
-comes alone when a later statement about the same thing exists.
+candidate, the newest later candidate holding a query word it holds (the
+packing keeps a record only with its newer one: presentation.pack_block).
+Why: an old value never comes alone when a later statement about the same
+thing exists.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
 from newt.recall.fts_query import RARE_DF, quote
-from newt.recall.retention import chain
+from newt.recall.relatedness import holds
 from newt.recall.word_ranking import WordRanking
 from newt.store import Database
 from newt.store.models import MemoryRecord
@@ -160,31 +160,3 @@ def later_statements(
             newer = later[newer.id]
         later[rid] = newer
     return later
-
-
-def with_newer(records: list[MemoryRecord], limit: int) -> list[MemoryRecord]:
-    """At most `limit` of `records`, best first, each record with a newer
-    statement kept only together with it: a superseded value never leaves
-    recall alone."""
-    by_key = {r.key: r for r in records}
-    kept: list[MemoryRecord] = []
-    keys: set[str] = set()
-    for record in records:
-        if len(kept) >= limit:
-            break
-        if record.key in keys:
-            continue
-        group = chain(record, lambda r: by_key.get(r.newer_key or ""), lambda r: r.key in keys)
-        if len(kept) + len(group) > limit:
-            continue
-        kept += group
-        keys.update(r.key for r in group)
-    return [r for r in records if r.key in keys]
-
-
-def holds(text: str, word: str) -> bool:
-    """Whether lowercased `text` holds query word `word` (`code` is in `codes`)."""
-    if len(word) > 3:
-        return word in text
-    # A short word (a number, an initial) must stand alone: `4` is not in `4417`.
-    return re.search(r"\b" + re.escape(word) + r"\b", text) is not None

@@ -1,39 +1,56 @@
-"""How retained evidence reads in the request: oldest first, by day, each line attributed.
+"""The evidence block: what recall packs into a request, and how it reads.
 
-`retain_within_budget` decides WHAT fits (best match first); this module
-decides how the model reads it. The capsules go in the order they were said,
-under a line for each day ("On Monday 8 May 2023:", "Yesterday:"), each
-saying who said it, under a header that says when they are older than the
-conversation the request carries. So when two statements of the same thing
-disagree, the newest is the last one read and sits under the latest day,
-whatever model reads it; and a neighbouring turn recalled beside a hit sits
-right next to it. One line per day rather than a date on every capsule:
-a date per line costs evidence room (design.md section 7).
+`pack_block` is the one packing pass: candidates best first (by score,
+recoverability breaking ties; by recoverability alone when there are no
+scores), each statement only with its newer one, counted as the block will
+be rendered, in the units the request is counted in, until the budget is
+full. The block then reads oldest first, under a line for each day ("On
+Monday 8 May 2023:", "Yesterday:"), each line saying who said it in a word,
+under a header that says where the lines come from and, when every recalled
+message is older than the conversation the request carries, that the
+messages above are newer. So when two statements of the same thing disagree,
+the newest is the last one read and sits under the latest day, whatever
+model reads it.
 
-The keys of the capsules cut short go on one closing line, for
-`fetch_record`, and only when the model has that tool (a whole record has
-nothing more to fetch). Every word of the block besides the excerpts is one
-less for evidence, so who said it is a word ("user", "you"). `fit_block`
-packs the block as rendered into its budget.
+Bookkeeping is said once, in the header, and never beside a capsule: a line
+cut short ends in "…", and the header says (when the model is offered
+fetch_record) that the line's first words fetch it whole. Keys and lists of
+keys beside the evidence were copied into replies by small models.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
 
-from newt.recall.retention import CHARS_PER_TOKEN, EvidenceCapsule, RetentionReport, chain
+from newt.recall.excerpt import select_excerpt
+from newt.recall.fts_query import query_terms
+from newt.recall.retention import (
+    CHARS_PER_TOKEN,
+    DEFAULT_EXCERPT_TOKENS,
+    EvidenceCapsule,
+    RetentionCandidate,
+    RetentionReport,
+    chain,
+    est_tokens,
+    recoverability,
+)
 
 EVIDENCE_HEADER = (
-    "Recalled from earlier conversations (verbatim, oldest first, by the day said;"
-    " today is {today}){newer}:"
+    "{source} (verbatim, oldest first, by the day said; today is {today}){newer}:{cut}"
 )
+# Where the lines come from, by the conversations they were said in.
+FROM_HERE = "Recalled from earlier in this conversation"
+FROM_OTHERS = "Recalled from other conversations"
+FROM_BOTH = "Recalled from earlier in this conversation and from others"
 # Said when every capsule is older than the oldest message of the conversation
 # the request carries: then a later statement there wins over a recalled one.
 NEWER_ABOVE = "; the messages above are newer than all of these"
-KEYS_LINE = "Cut short, in full with fetch_record: {keys}."
+# Said once, when a line is cut short and the model can fetch it whole.
+CUT_NOTE = " (a line ending in … is cut short: fetch_record with its first words gives it whole)"
+CUT_MARK = "…"
 
 # Who said it, in a word: every token of the block is one less for evidence.
 _WHO = {"user": "user", "assistant": "you", "tool": "tool"}
@@ -81,26 +98,33 @@ def _who(capsule: EvidenceCapsule) -> str:
     return _WHO.get(capsule.role) or _KIND.get(capsule.kind, "recorded")
 
 
-def evidence_block(
-    report: RetentionReport | None,
-    *,
-    keys: bool = True,
-    now: float | None = None,
-    history_since: float | None = None,
-) -> str:
-    """The capsules as text placed before the user's message in this request only.
+@dataclass(frozen=True)
+class Packing:
+    """How the block will be counted and read."""
 
-    `keys`: name the keys of the capsules cut short, for fetch_record (only
-    useful when the model is offered that tool; a whole record has nothing
-    more to fetch); `history_since`: when the oldest message the request
-    carries was said (None: it carries none)."""
+    count: Callable[[str], int] = est_tokens
+    """Tokens a piece of the request's text costs (the session's estimate)."""
+    fetchable: bool = False
+    """The model is offered fetch_record: say once how to get a cut line whole."""
+    now: float | None = None
+    history_since: float | None = None
+    """When the oldest message the request carries was said (None: it carries none)."""
+    conversation_id: str = ""
+    """The conversation the request belongs to (the header says where lines come from)."""
+
+
+def evidence_block(report: RetentionReport | None, packing: Packing | None = None) -> str:
+    """The capsules as text placed before the user's message in this request only."""
     if report is None or not report.capsules:
         return ""
-    now = time.time() if now is None else now
+    packing = packing or Packing()
+    now = time.time() if packing.now is None else packing.now
     shown = chronological(report.capsules)
     said = [c for c in shown if c.role]  # messages; a note or summary has no one moment
-    older = history_since is not None and all(c.said_at < history_since for c in said)
-    lines = [_header(now, older)]
+    since = packing.history_since
+    older = since is not None and all(c.said_at < since for c in said)
+    cut = packing.fetchable and any(not c.whole for c in shown)
+    lines = [_header(now, _source(shown, packing.conversation_id), older, cut)]
     day = None
     for capsule in shown:
         said_on = when(capsule.said_at, now)
@@ -108,15 +132,21 @@ def evidence_block(
             day = said_on
             lines.append(_day_line(said_on))
         lines.append(_line(capsule))
-    cut = [c.retrieval_key for c in shown if not c.whole]
-    if keys and cut:
-        lines.append(KEYS_LINE.format(keys=", ".join(cut)))
     return "\n".join(lines) + "\n\n"
 
 
-def _header(now: float, older: bool) -> str:
+def _source(capsules: Sequence[EvidenceCapsule], here: str) -> str:
+    conversations = {c.conversation_id for c in capsules if c.conversation_id}
+    if not here or here not in conversations:
+        return FROM_OTHERS if conversations or not here else FROM_HERE
+    return FROM_HERE if conversations == {here} else FROM_BOTH
+
+
+def _header(now: float, source: str, older: bool, cut: bool) -> str:
     today = _day(datetime.fromtimestamp(now).date())
-    return EVIDENCE_HEADER.format(today=today, newer=NEWER_ABOVE if older else "")
+    return EVIDENCE_HEADER.format(
+        source=source, today=today, newer=NEWER_ABOVE if older else "", cut=CUT_NOTE if cut else ""
+    )
 
 
 def _day_line(said_on: str) -> str:
@@ -124,71 +154,105 @@ def _day_line(said_on: str) -> str:
 
 
 def _line(capsule: EvidenceCapsule) -> str:
-    return f"- {_who(capsule)}: {capsule.excerpt.strip()}"
+    text = capsule.excerpt.strip()
+    if not capsule.whole and not text.endswith(CUT_MARK):
+        text += CUT_MARK
+    return f"- {_who(capsule)}: {text}"
 
 
-def fit_block(
-    report: RetentionReport | None,
-    budget_tokens: int,
-    *,
-    keys: bool = True,
-    now: float | None = None,
-    history_since: float | None = None,
-) -> tuple[RetentionReport | None, str]:
-    """The report and its block, the block as rendered within `budget_tokens`.
-
-    Capsules are taken best score first, each only if the block with it still
-    fits (its line, its day's line if that day is new, its key if cut short);
-    one that does not fit is skipped, so a shorter one after it may. The
-    report may offer more than fits: its packing knows neither the header nor
-    which capsules share a day, so it is asked for more and this decides.
-    A capsule whose newer statement (`newer`) is offered goes only with it:
-    both, or neither, so a superseded value never comes alone."""
-    if report is None:
-        return None, ""
-    now = time.time() if now is None else now
-    order = sorted(
-        range(len(report.capsules)), key=lambda i: (-report.capsules[i].retrieval_score, i)
+def _capsule(
+    candidate: RetentionCandidate,
+    excerpt_tokens: int,
+    terms: frozenset[str],
+    count: Callable[[str], int],
+) -> EvidenceCapsule | None:
+    excerpt = select_excerpt(candidate.content, max(excerpt_tokens, 0) * CHARS_PER_TOKEN, terms)
+    if not excerpt.strip():
+        return None
+    capsule = EvidenceCapsule(
+        candidate.id,
+        candidate.id,
+        excerpt,
+        0,
+        recoverability(candidate.age_hours, candidate.access_count),
+        candidate.retrieval_score,
+        candidate.role,
+        candidate.said_at,
+        candidate.kind,
+        excerpt == candidate.content,
+        candidate.newer,
+        candidate.conversation_id,
     )
-    limit = budget_tokens * CHARS_PER_TOKEN
-    # the header at its longest and the blank line at the end
-    used = len(_header(now, True)) + 2
+    capsule.tokens = count(_line(capsule) + "\n")
+    return capsule
+
+
+def pack_block(
+    candidates: Sequence[RetentionCandidate],
+    budget_tokens: int,
+    packing: Packing | None = None,
+    *,
+    query: str = "",
+    excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS,
+) -> tuple[RetentionReport, str]:
+    """The capsules that fit `budget_tokens` as the block renders them, and
+    the block: the one packing pass.
+
+    Best first: by retrieval score, recoverability (recency x hit rate)
+    breaking ties, so candidates without scores go by recoverability alone;
+    then input order. A capsule is taken only if the block with it still
+    fits (its line, its day's line when that day is new, the header at its
+    longest): one that does not fit is skipped, so a shorter one after it
+    may. A candidate whose newer statement (`newer`) is offered goes only
+    with it, and with that one's, and so on: all, or none. The block's own
+    count never exceeds the budget (`retained_tokens` is it)."""
+    packing = packing or Packing()
+    now = time.time() if packing.now is None else packing.now
+    budget = max(budget_tokens, 0)
+    count = packing.count
+    terms = frozenset(query_terms(query)) if query else frozenset()
+    made = {c.id: _capsule(c, excerpt_tokens, terms, count) for c in candidates}
+    order = sorted(
+        range(len(candidates)),
+        key=lambda i: (
+            -_finite(candidates[i].retrieval_score),
+            -recoverability(candidates[i].age_hours, candidates[i].access_count),
+            i,
+        ),
+    )
+    offered = {c.id: c for c in candidates if made[c.id] is not None}
+    longest = max((FROM_HERE, FROM_OTHERS, FROM_BOTH), key=len)
+    used = count(_header(now, longest, True, packing.fetchable) + "\n\n")
     days: set[str] = set()
-    keys_open = False
-    kept: list[int] = []
-    taken: set[int] = set()
-    by_key = {c.retrieval_key: i for i, c in enumerate(report.capsules)}
+    kept: list[EvidenceCapsule] = []
+    taken: set[str] = set()
     for i in order:
-        if i in taken:
+        first = candidates[i]
+        if first.id in taken or first.id not in offered:
             continue
-        # a statement goes only with its newer one, and so on
-        group = chain(i, lambda j: by_key.get(report.capsules[j].newer), taken.__contains__)
-        cost, group_days, group_keys = 0, set(days), keys_open
-        for j in group:
-            capsule = report.capsules[j]
+        group = chain(first, lambda c: offered.get(c.newer), lambda c: c.id in taken)
+        capsules = [made[c.id] for c in group]
+        cost, group_days = 0, set(days)
+        for capsule in capsules:
+            assert capsule is not None
+            cost += capsule.tokens
             said_on = when(capsule.said_at, now)
-            cost += len(_line(capsule)) + 1
             if said_on not in group_days:
-                cost += len(_day_line(said_on)) + 1
+                cost += count(_day_line(said_on) + "\n")
                 group_days.add(said_on)
-            if keys and not capsule.whole:
-                cost += len(capsule.retrieval_key) + 2
-                if not group_keys:
-                    cost += len(KEYS_LINE.format(keys="")) + 1
-                group_keys = True
-        if used + cost > limit:
+        if used + cost > budget:
             continue
         used += cost
-        days, keys_open = group_days, group_keys
-        kept += group
-        taken.update(group)
-    capsules = [report.capsules[i] for i in kept]
-    fitted = replace(
-        report,
-        budget_tokens=budget_tokens,
-        capsules=capsules,
-        retained_tokens=sum(c.tokens for c in capsules),
-        dropped=report.dropped + len(report.capsules) - len(capsules),
-    )
-    text = evidence_block(fitted, keys=keys, now=now, history_since=history_since)
-    return fitted, text
+        days = group_days
+        kept += [c for c in capsules if c is not None]
+        taken.update(c.id for c in group)
+    report = RetentionReport(budget, 0, kept, len(candidates), len(candidates) - len(kept))
+    text = evidence_block(report, Packing(count, packing.fetchable, now, packing.history_since,
+                                          packing.conversation_id))  # fmt: skip
+    report.retained_tokens = count(text) if text else 0
+    return report, text
+
+
+def _finite(value: float) -> float:
+    # A NaN would make the sort order depend on where it sits; rank it last.
+    return float("-inf") if value != value else value

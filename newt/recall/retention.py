@@ -6,9 +6,13 @@ the record whole when it is short (most messages are), else the stretch of it
 that best matches the query, plus the retrieval key that fetches it whole.
 Capsules are packed in the order the recall ranked them (how well they match
 the question), so the budget goes to the records most likely to answer it.
+This is the capsule-level packer for callers with their own rendering; the
+request's block is packed as rendered by presentation.pack_block.
 
 The rules, each pinned by a test:
-- order: retrieval_score desc, then input order;
+- order: retrieval_score desc, then recoverability desc (so candidates
+  without scores go by recency x hit rate, mnemo's `retained` order), then
+  input order;
 - a capsule costs est_tokens(excerpt) + est_tokens(retrieval_key) + line_tokens;
 - a record of at most `excerpt_tokens` goes whole; a longer one is cut to a
   verbatim excerpt of at most excerpt_tokens * 4 characters around the query;
@@ -92,6 +96,8 @@ class RetentionCandidate:
     """The record's kind: "turn", "note" or "compaction"."""
     newer: str = ""
     """The key of a later record about the same thing: it goes wherever this one goes."""
+    conversation_id: str = ""
+    """The conversation it was said in ("" for a note)."""
 
 
 @dataclass
@@ -113,6 +119,8 @@ class EvidenceCapsule:
     """The excerpt is the whole record (False: cut; fetch_record has the rest)."""
     newer: str = ""
     """The key of a later record about the same thing: it goes wherever this one goes."""
+    conversation_id: str = ""
+    """The conversation it was said in ("" for a note)."""
 
 
 @dataclass
@@ -145,8 +153,13 @@ def retain_within_budget(
     budget = max(budget_tokens, 0)
     excerpt_cap = max(excerpt_tokens, 0)
     terms = frozenset(query_terms(query)) if query else frozenset()
-    # sorted() is stable, so equal scores keep input order: the last tie-break.
-    order = sorted(candidates, key=lambda c: -_score(c.retrieval_score))
+    # Best match first; recoverability (recency x hit rate) breaks ties, so
+    # candidates without retrieval scores go by it alone. sorted() is stable,
+    # so input order is the last tie-break.
+    order = sorted(
+        candidates,
+        key=lambda c: (-_score(c.retrieval_score), -recoverability(c.age_hours, c.access_count)),
+    )
 
     offered = {c.id: c for c in order}
 
@@ -168,6 +181,7 @@ def retain_within_budget(
             candidate.kind,
             excerpt == candidate.content,
             candidate.newer,
+            candidate.conversation_id,
         )
 
     remaining = budget

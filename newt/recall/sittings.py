@@ -23,10 +23,7 @@ from dataclasses import replace
 
 from newt.store.models import MemoryRecord
 
-# Chosen with benchmarks/locomo_ranks.py (README).
-SITTING_SHARE = 2.0
-SITTING_DEPTH = 30
-SITTING_TOP = 2
+# What a sitting is: messages with no pause longer than this between them.
 SITTING_GAP_S = 3600.0
 
 _MESSAGE_ROLES = ("user", "assistant", "tool")
@@ -38,10 +35,10 @@ def _is_message(record: MemoryRecord) -> bool:
 
 def with_sittings(
     records: Sequence[MemoryRecord],
-    share: float = SITTING_SHARE,
+    share: float,
     *,
-    depth: int = SITTING_DEPTH,
-    top: int = SITTING_TOP,
+    depth: int,
+    top: int,
     gap: float = SITTING_GAP_S,
 ) -> list[MemoryRecord]:
     """`records` (best first) rescored by the sittings they were said in,

@@ -42,7 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from newt.recall.eight_bit import rounded
-from newt.recall.threads import off_loop
+from newt.recall.offload import off_loop
 from newt.store.db import Database
 
 # Rows read per statement while loading; the event loop runs between two.

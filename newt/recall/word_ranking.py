@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from newt.recall.excerpt import focus_terms
 from newt.recall.fts_query import RARE_DF, SearchPlan, choose_terms, plan_search, quote
+from newt.recall.relatedness import word_weights
 from newt.recall.time_span import TimeSpan
 from newt.store import Database
 
@@ -73,8 +74,9 @@ class WordRanking:
 
     async def rank_words(
         self, query: str, words: list[str], pool: int, excluded: set[int]
-    ) -> tuple[list[tuple[int, float]], list[str]]:
-        """(rowid, bm25) best first, and the words to center excerpts on."""
+    ) -> tuple[list[tuple[int, float]], list[str], dict[str, float]]:
+        """(rowid, bm25) best first, the words to center excerpts on, and
+        those words' weights (relatedness.word_weights)."""
         span, doc_freqs = await self.doc_freqs(words)
         terms = choose_terms(doc_freqs, self.max_scored)
         # Over-fetch by the number of exclusions, then filter here: a NOT IN
@@ -90,7 +92,8 @@ class WordRanking:
             focus = focus_terms(query, terms.rare)
         else:
             focus = terms.scored
-        return ranked, focus
+        kept = set(focus or words)
+        return ranked, focus, word_weights(span, [f for f in doc_freqs if f[0] in kept])
 
     async def said_within(
         self, spans: list[TimeSpan], words: list[str], limit: int

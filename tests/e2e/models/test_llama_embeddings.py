@@ -16,7 +16,7 @@ from newt.config import Config
 from newt.recall import RecallEngine, RecallRequest
 from newt.recall.embed_queue import EmbedQueue
 from newt.recall.embedder import ServerEmbedder
-from newt.recall.parts import RecallParts
+from newt.recall.service import RecallParts
 from newt.recall.vectors import VectorIndex
 from newt.store import Store
 from tests.llama_server import LlamaServer

@@ -19,7 +19,7 @@ from newt.local_setup import MINILM_PACKAGE, embedding_wheel_path, verify
 from newt.recall import RecallEngine, RecallRequest
 from newt.recall.embedder import LOCAL_SPACE, UNPACKED_DIR, LocalEmbedder
 from newt.recall.minilm import MiniLM, unpack
-from newt.recall.parts import RecallParts
+from newt.recall.service import RecallParts
 from newt.store import Store
 from tests.llama_server import LlamaServer, _script_paths
 from tests.package_index import Index

@@ -154,7 +154,9 @@ async def test_max_reply_tokens_is_the_reply_reserve(fake_openai: FakeOpenAI) ->
 
     async def second_request(settings: ChatSettings) -> dict:
         fake_openai.script(Reply(text="one", prompt_tokens=1600, completion_tokens=4))
-        session = await open_session(fake_openai)
+        # recall off: the other runs' identical turns must not ride along and
+        # change what the guard weighs
+        session = await open_session(fake_openai, "[recall]\nretained_token_budget = 0\n")
         try:
             await session.update_settings(settings)
             await run_turn(session, "first question")

@@ -29,7 +29,7 @@ from newt.recall.embedder import (
     make_embedder,
 )
 from newt.recall.engine import fuse
-from newt.recall.parts import RecallParts
+from newt.recall.service import RecallParts
 from newt.recall.vectors import LOAD_PAGE, VectorIndex, normalized, pack, unpack
 from newt.store import Database, Store
 from tests.fake_openai import FakeOpenAI

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,7 +17,12 @@ from newt.recall import (
     RecallRequest,
     recoverability,
 )
-from newt.recall.engine import MIN_POOL, NEIGHBOUR_SHARE, NEWER_SHARE, POOL_FACTOR, fuse
+from newt.recall.engine import fuse
+from newt.recall.tuning import RecallTuning
+
+T = RecallTuning()
+MIN_POOL, POOL_FACTOR = T.min_pool, T.pool_factor
+NEIGHBOUR_SHARE, NEWER_SHARE = T.neighbour_share, T.newer_share
 from newt.recall.newer import held_terms, later_statements
 from newt.store import Store
 
@@ -409,17 +416,23 @@ async def test_a_hit_brings_the_newest_later_statement_of_its_rarest_word(store:
         created_at=START + 9 * DAY,
     )
     engine = RecallEngine(store)
-    engine.newer_share = 0.99  # just below its hit, so a short recall shows it
+    engine.tuning = replace(
+        engine.tuning, newer_share=0.99
+    )  # just below its hit, so a short recall shows it
     first, second, third = (await engine.recall(RecallRequest("locker code", limit=3))).memories
     assert second.key == "newest"  # the newest, not "older"
     assert second.score == pytest.approx(first.score * 0.99)
     assert first.key.startswith("n") and third.key.startswith("n")
-    engine.newer_share = NEWER_SHARE  # the default: below the hits as good as its own,
+    engine.tuning = replace(
+        engine.tuning, newer_share=NEWER_SHARE
+    )  # the default: below the hits as good as its own,
     found = (await engine.recall(RecallRequest("locker code", limit=3))).memories
     # but it comes with its hit even when it ranks below the cut
     assert [m.key for m in found][-1] == "newest"
     assert found[0].newer_key == "newest"
-    engine.newer_hits = 0  # without it, the store is not searched: no link to it
+    engine.tuning = replace(
+        engine.tuning, newer_hits=0
+    )  # without it, the store is not searched: no link to it
     found = (await engine.recall(RecallRequest("locker code", limit=3))).memories
     assert "newest" not in {m.key for m in found}
 
@@ -441,6 +454,8 @@ async def test_a_later_statement_offered_twice_keeps_the_better_score(store: Sto
         "Since the move the locker in the east wing opens with 9941, " + FILLER,
         created_at=START + 9 * DAY,
     )
+    for n, other in enumerate(("tea", "rain", "a bike", "the park", "music")):
+        await store.records.add(f"n{10 + n}", "note", f"I like {other}.", created_at=START)
     response = await RecallEngine(store).recall(RecallRequest("locker code"))
     got = {m.key: m.score for m in response.memories}
     # n1 and n2 (both older, both holding "locker") offer n3; n1's offer is the better

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 
 from newt.recall import MemoryRecord, RecallEngine, RecallRequest
-from newt.recall.fusion import PAIR_SHARE, with_pairs
+from newt.recall.fusion import with_pairs
+from newt.recall.tuning import RecallTuning
+
+PAIR_SHARE = RecallTuning().pair_share
 from newt.store import Store
 
 
@@ -54,9 +59,9 @@ async def test_recall_ranks_an_exchange_matching_across_its_halves_first(tmp_pat
             await store.turns.complete(turn, reply)
         engine = RecallEngine(store)
         query = RecallRequest("kayak weekend trip leak", limit=4)
-        engine.pair_share = 0.0
+        engine.tuning = replace(engine.tuning, pair_share=0.0)
         alone = (await engine.recall(query, count_hits=False)).memories
-        engine.pair_share = PAIR_SHARE
+        engine.tuning = replace(engine.tuning, pair_share=PAIR_SHARE)
         paired = (await engine.recall(query, count_hits=False)).memories
         assert alone[0].key == "t1"  # the better match on its own
         assert paired[0].key == "t2", paired  # its reply matches too

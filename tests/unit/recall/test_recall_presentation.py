@@ -19,12 +19,16 @@ from newt.recall import (
     retain_within_budget,
 )
 from newt.recall.presentation import (
+    CUT_NOTE,
     EVIDENCE_HEADER,
-    KEYS_LINE,
+    FROM_BOTH,
+    FROM_HERE,
+    FROM_OTHERS,
     NEWER_ABOVE,
+    Packing,
     chronological,
     evidence_block,
-    fit_block,
+    pack_block,
     when,
 )
 from newt.recall.retention import est_tokens
@@ -60,11 +64,13 @@ def _capsule(
     return EvidenceCapsule(key, key, f"excerpt {key}", 5, 0.5, score, role, said_at, kind, whole)
 
 
-def _header(now: float, newer: bool = False) -> str:
+def _header(now: float, newer: bool = False, source: str = FROM_OTHERS) -> str:
     day = datetime.fromtimestamp(now)
     return EVIDENCE_HEADER.format(
+        source=source,
         today=f"{day:%A} {day.day} {day:%B %Y}",
         newer=NEWER_ABOVE if newer else "",
+        cut="",
     )
 
 
@@ -108,7 +114,7 @@ def test_when_says_the_day_as_a_person_would() -> None:
 )
 def test_each_capsule_says_who_said_it_in_a_word(role: str, kind: str, who: str) -> None:
     capsule = EvidenceCapsule("k1", "k1", "  likes green tea \n", 3, 0.5, 1.0, role, MONDAY, kind)
-    block = evidence_block(RetentionReport(100, 3, [capsule]), now=NOW)
+    block = evidence_block(RetentionReport(100, 3, [capsule]), Packing(now=NOW))
     lines = block.rstrip("\n").splitlines()
     assert lines[1:] == ["On Monday 8 May 2023:", f"- {who}: likes green tea"]
 
@@ -119,15 +125,15 @@ def test_evidence_block_text() -> None:
         10,
         [_capsule("r2", NOW - DAY, "assistant", score=3.0), _capsule("t2", NOW - DAY, score=1.0)],
     )
-    assert evidence_block(report, now=NOW) == (
+    assert evidence_block(report, Packing(now=NOW)) == (
         _header(NOW) + "\nYesterday:" + "\n- user: excerpt t2" + "\n- you: excerpt r2\n\n"
     )
     assert "today is Thursday 18 May 2023" in _header(NOW)
-    assert evidence_block(None, now=NOW) == ""
-    assert evidence_block(RetentionReport(100, 0, []), now=NOW) == ""
+    assert evidence_block(None, Packing(now=NOW)) == ""
+    assert evidence_block(RetentionReport(100, 0, []), Packing(now=NOW)) == ""
 
 
-def test_only_the_capsules_cut_short_name_their_keys() -> None:
+def test_a_cut_line_ends_in_an_ellipsis_and_the_header_alone_says_how_to_fetch() -> None:
     report = RetentionReport(
         100,
         10,
@@ -137,13 +143,33 @@ def test_only_the_capsules_cut_short_name_their_keys() -> None:
             _capsule("t7", NOW - 60, whole=False),
         ],
     )
-    lines = evidence_block(report, now=NOW).rstrip("\n").splitlines()
-    assert lines[-1] == KEYS_LINE.format(keys="t2, t7")
-    assert lines[-1] == "Cut short, in full with fetch_record: t2, t7."
-    # without the tool, or with every record whole, no keys line
-    assert "fetch_record" not in evidence_block(report, keys=False, now=NOW)
+    text = evidence_block(report, Packing(fetchable=True, now=NOW))
+    lines = text.rstrip("\n").splitlines()
+    assert lines[0].endswith(CUT_NOTE)
+    assert "- user: excerpt t2…" in lines and "- you: excerpt r2" in lines
+    # said once: no key, no list of keys, nothing about fetching beside a capsule
+    assert text.count("fetch_record") == 1
+    assert not any(key in text for key in ("t2", "t7", "r2") if f"excerpt {key}" not in text)
+    assert all("fetch_record" not in line for line in lines[1:])
+    # without the tool, or with every record whole, nothing about fetching
+    assert "fetch_record" not in evidence_block(report, Packing(now=NOW))
     whole = RetentionReport(100, 10, [_capsule("t2", NOW - DAY), _capsule("r2", NOW - DAY)])
-    assert "fetch_record" not in evidence_block(whole, now=NOW)
+    assert "fetch_record" not in evidence_block(whole, Packing(fetchable=True, now=NOW))
+
+
+def test_the_header_says_where_the_lines_come_from() -> None:
+    here = [replace(_capsule("t2", MONDAY), conversation_id="c1")]
+    there = [replace(_capsule("t3", MONDAY), conversation_id="c2")]
+
+    def first(capsules: list[EvidenceCapsule]) -> str:
+        block = evidence_block(
+            RetentionReport(100, 10, capsules), Packing(now=NOW, conversation_id="c1")
+        )
+        return block.splitlines()[0]
+
+    assert first(here).startswith(FROM_HERE + " (")
+    assert first(there).startswith(FROM_OTHERS + " (")
+    assert first(here + there).startswith(FROM_BOTH + " (")
 
 
 def test_one_line_for_each_day_oldest_first() -> None:
@@ -156,7 +182,7 @@ def test_one_line_for_each_day_oldest_first() -> None:
             _capsule("r2", MONDAY, "assistant", score=1.0),
         ],
     )
-    lines = evidence_block(report, keys=False, now=NOW).rstrip("\n").splitlines()
+    lines = evidence_block(report, Packing(now=NOW)).rstrip("\n").splitlines()
     assert lines[1:] == [
         "On Monday 8 May 2023:",
         "- user: excerpt t2",
@@ -166,64 +192,100 @@ def test_one_line_for_each_day_oldest_first() -> None:
     ]
 
 
+def _cand(
+    key: str, said_at: float, score: float, content: str = "", newer: str = ""
+) -> RetentionCandidate:
+    return RetentionCandidate(
+        key, content or f"excerpt {key}", 0, 1.0, score, "user", said_at, newer=newer
+    )
+
+
 def test_the_block_as_rendered_fits_its_budget_lowest_score_out_first() -> None:
-    capsules = [_capsule(f"t{i}", MONDAY + i * DAY, score=float(10 - i)) for i in range(6)]
-    report = RetentionReport(100, 60, capsules)
-    whole = evidence_block(report, now=NOW, history_since=NOW)
+    candidates = [_cand(f"t{i}", MONDAY + i * DAY, float(10 - i)) for i in range(6)]
+    full, whole = pack_block(candidates, 10_000, Packing(now=NOW, history_since=NOW))
     # the header is reserved at its longest: with it, everything fits
-    fitted, text = fit_block(report, est_tokens(whole), now=NOW, history_since=NOW)
-    assert fitted is not None and fitted.capsules == capsules and text == whole
-    assert fitted.budget_tokens == est_tokens(whole)
+    fitted, text = pack_block(
+        candidates, est_tokens(whole) + 20, Packing(now=NOW, history_since=NOW)
+    )
+    assert [c.id for c in fitted.capsules] == [f"t{i}" for i in range(6)] and text == whole
+    assert fitted.retained_tokens == est_tokens(whole)
     for budget in range(est_tokens(whole) - 1, 0, -7):
-        fitted, text = fit_block(report, budget, now=NOW)
-        assert fitted is not None and est_tokens(text) <= budget
+        fitted, text = pack_block(candidates, budget, Packing(now=NOW))
+        assert est_tokens(text) <= budget and fitted.retained_tokens <= budget
         kept = [c.id for c in fitted.capsules]
-        assert kept == [c.id for c in capsules[: len(kept)]] and len(kept) < 6  # best kept
+        assert kept == [f"t{i}" for i in range(len(kept))] and len(kept) < 6  # best kept
         assert fitted.dropped == 6 - len(kept)
-        assert text == evidence_block(fitted, now=NOW)
-    empty, text = fit_block(report, 0, now=NOW)
-    assert empty is not None and empty.capsules == [] and empty.dropped == 6 and text == ""
-    assert fit_block(None, 100) == (None, "")
+        assert text == evidence_block(fitted, Packing(now=NOW))
+    empty, text = pack_block(candidates, 0, Packing(now=NOW))
+    assert empty.capsules == [] and empty.dropped == 6 and text == ""
+    assert empty.retained_tokens == 0
+
+
+def test_the_block_is_counted_in_the_units_the_request_is_counted_in() -> None:
+    candidates = [_cand(f"t{i}", MONDAY, float(10 - i), "word " * 20) for i in range(8)]
+
+    def dear(text: str) -> int:  # a model whose tokens are two characters
+        return -(-len(text) // 2)
+
+    for budget in (200, 300, 400):
+        report, text = pack_block(candidates, budget, Packing(count=dear, now=NOW))
+        assert report.capsules and dear(text) <= budget
+        assert report.retained_tokens == dear(text) <= report.budget_tokens
+        cheap, _ = pack_block(candidates, budget, Packing(now=NOW))
+        assert len(cheap.capsules) > len(report.capsules)
 
 
 def test_a_capsule_that_does_not_fit_is_skipped_for_a_shorter_one() -> None:
-    long = replace(_capsule("t1", MONDAY, score=9.0), excerpt="word " * 60)
-    short = [_capsule(f"t{i}", MONDAY, score=float(5 - i)) for i in range(2, 5)]
-    report = RetentionReport(100, 60, [long, *short])
-    budget = est_tokens(evidence_block(replace(report, capsules=short), now=NOW)) + 15
-    fitted, text = fit_block(report, budget, now=NOW)
-    assert fitted is not None and [c.id for c in fitted.capsules] == ["t2", "t3", "t4"]
+    long = _cand("t1", MONDAY, 9.0, "word " * 60)
+    short = [_cand(f"t{i}", MONDAY, float(5 - i)) for i in range(2, 5)]
+    budget = next(
+        b for b in range(200) if len(pack_block(short, b, Packing(now=NOW))[0].capsules) == 3
+    )
+    budget += 15  # not room for the long one (75 tokens)
+    fitted, text = pack_block([long, *short], budget, Packing(now=NOW))
+    assert [c.id for c in fitted.capsules] == ["t2", "t3", "t4"]
     assert est_tokens(text) <= budget
 
 
-def test_packing_counts_a_day_line_once_and_keys_only_for_cut_capsules() -> None:
-    # four capsules of one day cost one day line: what is left takes a fifth
-    same_day = [_capsule(f"t{i}", MONDAY, score=float(9 - i)) for i in range(5)]
-    report = RetentionReport(100, 60, same_day)
-    text = evidence_block(report, now=NOW, history_since=NOW)
-    fitted, _ = fit_block(report, est_tokens(text), now=NOW)
-    assert fitted is not None and len(fitted.capsules) == 5
-    # the same capsules cut short carry their keys: the keys line takes room
-    cut = RetentionReport(100, 60, [replace(c, whole=False) for c in same_day])
-    fitted, text = fit_block(cut, est_tokens(text), now=NOW)
-    assert fitted is not None and len(fitted.capsules) < 5
-    assert KEYS_LINE.format(keys=", ".join(c.id for c in fitted.capsules)) in text
+def test_without_scores_capsules_are_packed_by_recoverability() -> None:
+    # mnemo's order where recall gives no scores: recency x hit rate
+    stale = RetentionCandidate("t1", "excerpt t1", 0, 24.0 * 60, 0.0, "user", MONDAY)
+    used = RetentionCandidate("t2", "excerpt t2", 9, 24.0 * 60, 0.0, "user", MONDAY)
+    fresh = RetentionCandidate("t3", "excerpt t3", 0, 1.0, 0.0, "user", MONDAY)
+    one = est_tokens("- user: excerpt t1\n")
+    two = next(
+        b
+        for b in range(300)
+        if len(pack_block([fresh, used], b, Packing(now=NOW))[0].capsules) == 2
+    )
+    assert len(pack_block([stale, used, fresh], two + one - 1, Packing(now=NOW))[0].capsules) == 2
+    report, _ = pack_block([stale, used, fresh], two, Packing(now=NOW))
+    assert [c.id for c in report.capsules] == ["t3", "t2"]
+    # with scores, the score goes first and recoverability only breaks ties
+    scored = [replace(stale, retrieval_score=2.0), replace(used, retrieval_score=1.0), fresh]
+    report, _ = pack_block(scored, two, Packing(now=NOW))
+    assert [c.id for c in report.capsules] == ["t1", "t2"]
+    tied = [replace(c, retrieval_score=1.0) for c in (stale, used, fresh)]
+    report, _ = pack_block(tied, two, Packing(now=NOW))
+    assert [c.id for c in report.capsules] == ["t3", "t2"]
 
 
 def test_the_header_says_the_history_is_newer_only_when_it_is() -> None:
     old = [_capsule("t2", MONDAY), _capsule("r2", MONDAY, "assistant")]
     report = RetentionReport(100, 10, old)
-    first_line = evidence_block(report, now=NOW, history_since=MONDAY + DAY).splitlines()[0]
+    first_line = evidence_block(report, Packing(now=NOW, history_since=MONDAY + DAY)).splitlines()[
+        0
+    ]
     assert first_line == _header(NOW, newer=True)
     assert NEWER_ABOVE in first_line
     # no history in the request, or a capsule as new as the history: not said
-    assert NEWER_ABOVE not in evidence_block(report, now=NOW)
-    assert NEWER_ABOVE not in evidence_block(report, now=NOW, history_since=MONDAY)
+    assert NEWER_ABOVE not in evidence_block(report, Packing(now=NOW))
+    assert NEWER_ABOVE not in evidence_block(report, Packing(now=NOW, history_since=MONDAY))
     mixed = RetentionReport(100, 10, [*old, _capsule("t9", MONDAY + 2 * DAY)])
-    assert NEWER_ABOVE not in evidence_block(mixed, now=NOW, history_since=MONDAY + DAY)
+    assert NEWER_ABOVE not in evidence_block(mixed, Packing(now=NOW, history_since=MONDAY + DAY))
     # a note or a summary has no one moment: it does not count
     noted = RetentionReport(100, 10, [*old, _capsule("n1", MONDAY + 2 * DAY, "", "note")])
-    assert NEWER_ABOVE in evidence_block(noted, now=NOW, history_since=MONDAY + DAY)
+    assert NEWER_ABOVE in evidence_block(noted, Packing(now=NOW, history_since=MONDAY + DAY))
 
 
 def test_packing_goes_by_score_and_the_block_by_time() -> None:
@@ -233,7 +295,7 @@ def test_packing_goes_by_score_and_the_block_by_time() -> None:
     ]
     report = retain_within_budget(candidates, 1000)
     assert [c.id for c in report.capsules] == ["t2", "t1"]  # best match packed first
-    block = evidence_block(report, keys=False, now=NOW)
+    block = evidence_block(report, Packing(now=NOW))
     assert block.rstrip("\n").splitlines()[1:] == [
         "On Monday 8 May 2023:",
         "- user: an old remark",
@@ -255,7 +317,7 @@ async def test_recall_shows_each_message_with_its_day_and_speaker(store: Store) 
     )
     report = response.retained_evidence
     assert report is not None
-    block = evidence_block(report, now=NOW)
+    block = evidence_block(report, Packing(now=NOW))
     lines = block.rstrip("\n").splitlines()
     assert lines[0] == _header(NOW)
     assert lines[1] == "On Monday 8 May 2023:"
@@ -280,16 +342,15 @@ async def test_failed_turns_are_not_recalled(store: Store) -> None:
 
 
 def test_a_capsule_goes_into_the_block_only_with_its_newer_statement() -> None:
-    old = replace(_capsule("t1", MONDAY, score=9.0), newer="t9")
-    other = _capsule("t2", MONDAY + DAY, score=8.0)
-    newer = _capsule("t9", MONDAY + 9 * DAY, score=1.0)
-    report = RetentionReport(100, 15, [old, other, newer])
-    pair = replace(report, capsules=[old, newer])
-    budget = est_tokens(evidence_block(pair, now=NOW, history_since=NOW))
-    fitted, text = fit_block(report, budget, now=NOW)
-    assert fitted is not None and [c.id for c in fitted.capsules] == ["t1", "t9"]
+    old = _cand("t1", MONDAY, 9.0, newer="t9")
+    other = _cand("t2", MONDAY + DAY, 8.0)
+    newer = _cand("t9", MONDAY + 9 * DAY, 1.0)
+    _, pair = pack_block([old, newer], 10_000, Packing(now=NOW, history_since=NOW))
+    budget = est_tokens(pair) + 8
+    fitted, text = pack_block([old, other, newer], budget, Packing(now=NOW, history_since=NOW))
+    assert [c.id for c in fitted.capsules] == ["t1", "t9"]
     assert text.index("excerpt t1") < text.index("excerpt t9")  # the newer read last
     # no room for both: never the old one alone
-    fitted, text = fit_block(report, budget - 5, now=NOW)
-    assert fitted is not None and "t1" not in [c.id for c in fitted.capsules]
-    assert est_tokens(text) <= budget - 5
+    fitted, text = pack_block([old, other, newer], budget - 9, Packing(now=NOW))
+    assert "t1" not in [c.id for c in fitted.capsules]
+    assert est_tokens(text) <= budget - 9

@@ -3,10 +3,15 @@ lifted by that sitting's worth (recall/sittings.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 
 from newt.recall import MemoryRecord, RecallEngine, RecallRequest
-from newt.recall.sittings import SITTING_GAP_S, SITTING_SHARE, with_sittings
+from newt.recall.sittings import SITTING_GAP_S, with_sittings
+from newt.recall.tuning import RecallTuning
+
+SITTING_SHARE = RecallTuning().sitting_share
 from newt.store import Store
 
 HOUR = 3600.0
@@ -43,7 +48,7 @@ def test_a_candidate_below_the_depth_joins_the_sitting_said_within_the_gap() -> 
     heads = [record(1, 0.9, 0.0), record(2, 0.8, 60.0)]
     inside = record(3, 0.1, 60.0 + SITTING_GAP_S - 1)
     outside = record(4, 0.1, 60.0 + SITTING_GAP_S + 1)
-    ranked = {r.id: r.score for r in with_sittings([*heads, inside, outside], 1.0, depth=2)}
+    ranked = {r.id: r.score for r in with_sittings([*heads, inside, outside], 1.0, depth=2, top=2)}
     assert ranked[3] == 0.1 * 2
     assert ranked[4] == 0.1
 
@@ -53,13 +58,15 @@ def test_notes_summaries_other_conversations_and_a_share_of_zero_gain_nothing() 
     summary = record(2, 0.8, 0.0, role=None, source="compaction")
     mine = record(3, 0.7, 0.0)
     other = record(4, 0.6, 30.0, conversation="d")
-    ranked = {r.id: r.score for r in with_sittings([note, summary, mine, other], 1.0, top=2)}
+    ranked = {
+        r.id: r.score for r in with_sittings([note, summary, mine, other], 1.0, depth=30, top=2)
+    }
     assert ranked[1] == 0.9 and ranked[2] == 0.8
     # Said half a minute apart, but in two conversations: two sittings of one each.
     assert ranked[3] == 0.7 * 2
     assert ranked[4] == 0.6 * (1 + 0.6 / 0.7)
     same = [record(5, 0.4, 0.0), record(6, 0.3, 1.0)]
-    assert with_sittings(same, 0.0) == same
+    assert with_sittings(same, 0.0, depth=30, top=2) == same
 
 
 async def test_recall_lifts_what_was_said_in_the_sitting_of_the_best_match(tmp_path: Path) -> None:
@@ -88,9 +95,9 @@ async def test_recall_lifts_what_was_said_in_the_sitting_of_the_best_match(tmp_p
         await say("My old paddle broke.", "Ok.", start + 20 * day)
         engine = RecallEngine(store)
         query = RecallRequest("kayak lake trip paddle", limit=8)
-        engine.sitting_share = 0.0
+        engine.tuning = replace(engine.tuning, sitting_share=0.0)
         alone = [r.content for r in (await engine.recall(query, count_hits=False)).memories]
-        engine.sitting_share = SITTING_SHARE
+        engine.tuning = replace(engine.tuning, sitting_share=SITTING_SHARE)
         lifted = [r.content for r in (await engine.recall(query, count_hits=False)).memories]
         beside, later = "I bought a new paddle.", "My old paddle broke."
         assert alone.index(later) < alone.index(beside), alone

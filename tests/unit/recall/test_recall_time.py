@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
@@ -66,7 +68,7 @@ async def test_with_the_span_weight_at_zero_dates_are_words_again(store: Store) 
     await said(store, conv, "I baked a lemon cake for the party.", "Sounds lovely.", MAY_8)
     await said(store, conv, "I baked a chocolate cake for the party.", "Yum.", JUNE_20)
     engine = RecallEngine(store)
-    engine.span_weight = 0.0
+    engine.tuning = replace(engine.tuning, span_weight=0.0)
     found = await users_first(engine, store, "What cake did I bake on 8 May 2023?")
     assert found[0].startswith("I baked a chocolate")  # the newer, the date ignored
 

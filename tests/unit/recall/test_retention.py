@@ -62,7 +62,7 @@ def test_ordering_is_score_then_input_order() -> None:
         cand("t6", score=2.0),
     ]
     report = retain_within_budget(candidates, 10_000)
-    assert [c.id for c in report.capsules] == ["t3", "t6", "t2", "t4", "t1", "t5"]
+    assert [c.id for c in report.capsules] == ["t3", "t6", "t4", "t2", "t1", "t5"]
     assert report.capsules[0].retrieval_score == 5.0
     assert report.capsules[-1].retrieval_score == -math.inf
     # recoverability is still reported per capsule (the sidebar shows it)

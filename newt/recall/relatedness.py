@@ -1,0 +1,85 @@
+"""The floor: recall carries a record only when it is related to the message
+(docs/design.md section 7).
+
+Two measures, each on a scale that means the same for every message:
+- meaning: the cosine between the message and the record's best piece
+  (all-MiniLM-L6-v2 vectors are normalised; unrelated sentences sit near 0.1-0.3);
+- words: the record's coverage, the share of the message's word weight it
+  holds, each word weighted by its inverse document frequency in the store (a
+  word memory never saw weighs most, a speaker's name on every line least).
+
+The message first: it is about something memory holds only when its best
+record reaches `gate_cosine` or `gate_coverage`; otherwise nothing is carried
+(a haiku request after a conversation about pets). Then each record: carried
+only when it reaches `record_cosine` or `record_coverage`, so a record that
+shares neither meaning nor a telling word with the message does not ride
+along. Records brought as context around a hit (its neighbours, its newer
+statement) follow their hit. Why both levels: a related message's answer is
+often worded apart from it (a low single score), while an unrelated message's
+best match is still a weak one; the values were calibrated on the LoCoMo
+development conversations and a probe set of unrelated requests
+(docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from newt.recall.tokens import WORD, stem_list
+from newt.recall.tuning import RecallTuning
+from newt.store.models import MemoryRecord
+
+
+def word_weights(records: int, doc_freqs: Sequence[tuple[str, int]]) -> dict[str, float]:
+    """Each word's weight: bm25's inverse document frequency in a store of
+    `records` records (a word held by none weighs most)."""
+    n = max(records, 1)
+    return {w: math.log(1.0 + (n - min(df, n) + 0.5) / (df + 0.5)) for w, df in doc_freqs}
+
+
+def coverage(content: str, weights: dict[str, float]) -> float:
+    """The share of the message's word weight that `content` holds (0..1),
+    words compared as the index compares them (folded and stemmed: "coding"
+    holds "code", "Crème" holds "creme")."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    held = set(stem_list(WORD.findall(content)))
+    return sum(w for term, w in weights.items() if _stems_of(term) <= held) / total
+
+
+def _stems_of(term: str) -> set[str]:
+    # a term the tokenizer splits is a phrase: every part must be held
+    return set(stem_list([term])[0].split())
+
+
+def related(
+    records: Sequence[MemoryRecord],
+    cosines: dict[int, float],
+    weights: dict[str, float],
+    tuning: RecallTuning,
+) -> list[MemoryRecord]:
+    """Those of `records` (best first) related to the message, in order; none
+    when the message is related to nothing memory holds. `cosines`: the
+    meaning path's cosine by record id (absent: not among the nearest, or no
+    meaning path); `weights`: `word_weights` of the message's words."""
+    cover = {r.id: coverage(r.content, weights) for r in records}
+    best_cosine = max((cosines.get(r.id, -1.0) for r in records), default=-1.0)
+    best_cover = max(cover.values(), default=0.0)
+    if best_cosine < tuning.gate_cosine and best_cover < tuning.gate_coverage:
+        return []
+    return [
+        r
+        for r in records
+        if cosines.get(r.id, -1.0) >= tuning.record_cosine or cover[r.id] >= tuning.record_coverage
+    ]
+
+
+def holds(text: str, word: str) -> bool:
+    """Whether lowercased `text` holds query word `word` (`code` is in `codes`)."""
+    if len(word) > 3:
+        return word in text
+    # A short word (a number, an initial) must stand alone: `4` is not in `4417`.
+    return re.search(r"\b" + re.escape(word) + r"\b", text) is not None
