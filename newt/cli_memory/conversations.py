@@ -51,7 +51,7 @@ async def _find(config: Config, conv_id: str) -> Conversation:
 
 
 def describe_conversation(conv: Conversation) -> str:
-    turns = f"{conv.turn_count} turn" + ("" if conv.turn_count == 1 else "s")
+    turns = f"{conv.turn_count} message" + ("" if conv.turn_count == 1 else "s")  # as the report
     flags = " · incognito" if conv.incognito else ""
     return (
         f'"{clean(conv.title) or "(untitled)"}" ({conv.id[:12]}) · {turns}'

@@ -2,7 +2,8 @@
 rename (r) or delete (d) the highlighted one.
 
 Focus starts in the search box; the arrow keys take it to the list, where
-r and d act and any other letter goes back to the search. Deleting asks
+r and d act and any other letter goes back to the search. After a rename or
+a delete the focus is on the list again. Deleting asks
 once and says what went (newt.agent.memory_admin's ForgetReport).
 """
 
@@ -46,19 +47,25 @@ def conversation_prompt(conv: Conversation, current: bool) -> Content:
         fork,
         "\n  ",
         (
-            f"{conv.id[:8]} · {conv.turn_count} turn{'s' if conv.turn_count != 1 else ''}"
+            f"{conv.id[:8]} · {messages(conv.turn_count)}"
             f" · {conv.model or 'model?'} · {ago(conv.updated_at)}",
             "dim",
         ),
     )
 
 
+def messages(n: int) -> str:
+    """How the picker counts a conversation's turns: as the delete report does."""
+    return f"{n} message{'s' if n != 1 else ''}"
+
+
 def delete_details(conv: Conversation) -> list[str]:
-    """What deleting `conv` takes, as the confirmation lists it."""
+    """What deleting `conv` takes, as the confirmation lists it (in the words
+    of the report that follows: "forgot 1 conversation, 5 messages, …")."""
     turns = conv.turn_count
     return [
-        f"its {turns} turn{'s' if turns != 1 else ''} and the memory records and vectors"
-        f" made from {'them' if turns != 1 else 'it'}",
+        f"its {messages(turns)} with {'their replies' if turns != 1 else 'its reply'},"
+        f" and the memory records and vectors made from {'them' if turns != 1 else 'it'}",
         "its summaries, its settings and the notes saved in it",
         "a fork of it keeps its own copy of what it shares",
     ]
@@ -92,6 +99,9 @@ class PickerScreen(ModalScreen[str | None]):
         self.results: list[Conversation] = []
         self.notice = ""
         """What the last rename or delete said (shown under the count)."""
+        self._pending_move: str | None = None
+        """An arrow pressed in the search box before the list had any rows:
+        applied when they arrive, so one press always moves the selection."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="panel") as panel:
@@ -144,6 +154,10 @@ class PickerScreen(ModalScreen[str | None]):
         if found:
             ids = [c.id for c in found]
             options.highlighted = ids.index(keep.id) if keep is not None and keep.id in ids else 0
+            move, self._pending_move = self._pending_move, None
+            if move is not None and self.focused is self.search_box:
+                getattr(options, f"action_{move}")()
+                self.set_focus(options)
         noun = "conversation" if len(found) == 1 else "conversations"
         line = (
             f"{len(found)} {noun}" + (f" matching “{text}”" if text.strip() else "")
@@ -154,6 +168,12 @@ class PickerScreen(ModalScreen[str | None]):
 
     def on_key(self, event: Key) -> None:
         options = self.query_one("#picker-list", OptionList)
+        if self.focused is self.search_box and not options.option_count:
+            moves = {"down": "cursor_down", "up": "cursor_up"}
+            if event.key in moves:  # the rows are still being searched for
+                self._pending_move = moves[event.key]
+                event.stop()
+                return
         list_keys(self, event, self.search_box, options, acting=("r", "d"))
 
     @on(Input.Submitted, "#picker-search")
@@ -210,7 +230,10 @@ class PickerScreen(ModalScreen[str | None]):
             self.notice = await change()
         except Exception as exc:  # the reason shows in the picker; the app goes on
             self.notice = describe(exc)
-        self.search_box.focus()
+        # Back to the list, where r, d and the arrows act: in the search box the
+        # next d typed a "d" into the search instead of deleting (issue 45).
+        options = self.query_one("#picker-list", OptionList)
+        self.set_focus(options if options.option_count else self.search_box)
         self.run_search(self.search_box.value, delay=0)
 
 

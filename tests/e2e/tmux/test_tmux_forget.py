@@ -105,7 +105,7 @@ def test_forget_and_delete_leave_no_byte_behind(tmp_path: Path) -> None:
         press(term, "Up")
         term.type("d")
         screen = term.wait_for(f"Delete “Plan the trip to {TRIP}")
-        assert "y/n" in screen and "its 1 turn and the memory records" in screen
+        assert "y/n" in screen and "its 1 message with its reply" in screen
         term.screenshot("picker-delete", "newt: d in /resume deletes a conversation, once asked")
         term.type("y")
         screen = term.wait_for("forgot 1 conversation, 1 message, 2 memory records")

@@ -114,7 +114,7 @@ def test_delete_without_a_terminal_needs_yes(fake_openai: FakeOpenAI, home: Path
     result = offline("delete", conv[:10], home=home)
     assert result.returncode == 2
     assert "--yes" in result.stderr and "nothing was deleted" in result.stderr
-    assert "My locker code is" in result.stdout and "1 turn" in result.stdout  # what it was
+    assert "My locker code is" in result.stdout and "1 message" in result.stdout  # what it was
     assert "\x1b" not in result.stdout
     assert len(db_rows(home, "SELECT id FROM conversations")) == 2
     assert holds(home / "newt.db", SECRET)

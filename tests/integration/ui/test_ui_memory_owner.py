@@ -127,14 +127,14 @@ async def test_rename_and_delete_from_the_resume_picker(
             ("Shed build",)
         ]
 
-        # the open conversation: up to it, d, and y once
-        picker.query_one("#picker-list", OptionList).focus()
+        # the open conversation: up to it (the focus is on the list again), d, and y once
+        assert picker.focused is picker.query_one("#picker-list", OptionList)
         await pilot.press("up")
         assert (picker.highlighted() or shed).id == open_id
         await pilot.press("d")
         asked = await confirm(pilot)
         assert asked.question.startswith(f"Delete “My locker code is {SECRET}”? y/n")
-        assert any("its 1 turn and the memory records" in d for d in asked.details)
+        assert any("its 1 message with its reply, and the memory" in d for d in asked.details)
         assert any("notes saved in it" in d for d in asked.details)
         await pilot.press("y")
         await until(pilot, lambda: picker.notice.startswith("Deleted"), "deleted")
