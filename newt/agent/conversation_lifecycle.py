@@ -99,6 +99,16 @@ class ConversationLifecycle:
             held.title = " ".join(title.split())
         return await self.disk.conversations.get(conv.id) or conv
 
+    async def switch_model(self, model: str) -> None:
+        """/model: the budget is re-resolved for it and the history restored."""
+        async with self.lock:
+            self.log.model = model
+            await self.link.switch(model)
+            conv = self.log.conversation
+            if conv is not None:
+                await self.store.conversations.set_model(conv.id, model, self.link.base_url)
+                await self.load(conv)
+
     # -- under the lock ----------------------------------------------------
 
     def fresh(self) -> None:

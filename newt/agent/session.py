@@ -68,13 +68,11 @@ class ChatSession:
         self.link = link = ModelLink(config, store, client, lambda: self.notes)
         self.base_url = link.base_url
         self.evidence = link.evidence
-        self.conv_store = held = ConversationStore(store)
-        """The open conversation's store: the database, or memory when incognito."""
+        self.conv_store = held = ConversationStore(store)  # the database, or memory (incognito)
         self.log = log = ConversationLog(held, model=link.model, base_url=self.base_url)
         self.lock = lock = asyncio.Lock()
         self._owns_store = False
-        self.mcp = McpTools(config.mcp)
-        """Tools of the configured MCP servers (newt/mcp); started by the first turn."""
+        self.mcp = McpTools(config.mcp)  # the MCP servers' tools, started by the first turn
         self.mcp_controls = McpControls(self.mcp)
         self.settings_controls = settings = SettingsControls(
             config,
@@ -92,12 +90,11 @@ class ChatSession:
             lock, log, held, summaries, self.lifecycle, link, settings.reapply_anchor_shift
         )
         self.memory_admin = MemoryAdmin(store, lambda: link.recall)
-        self.owned_notes = OwnedNotes(
+        self.owned_notes = OwnedNotes(  # as /note and save_note change them (attributed)
             store.notes,
             lambda: self.conversation.id if self.conversation else None,
             self.memory_admin.correct,
         )
-        """The notes as /note and save_note change them (attributed, corrections stick)."""
         self.commands = MemoryCommands(
             lock, log, summaries, self.owned_notes, self.lifecycle, link, lambda: self.notes
         )
@@ -260,14 +257,7 @@ class ChatSession:
         if not model:
             raise SessionError("give a model name: /model NAME")
         await self.probed()  # the old model's probe must not land after the switch
-        async with self.lock:
-            self.log.model = model
-            await self.link.switch(model)
-            if self.conversation is not None:
-                await self.conv_store.conversations.set_model(
-                    self.conversation.id, model, self.base_url
-                )
-                await self.lifecycle.load(self.conversation)
+        await self.lifecycle.switch_model(model)
 
     # ---------------------------------------------- regenerate, edit and fork
     def regenerate(self) -> AsyncGenerator[ev.AgentEvent, None]:
@@ -363,8 +353,7 @@ class ChatSession:
         return self.forgetting.incognito
 
     @property
-    def unsaved(self) -> bool:
-        """Nothing of this conversation is on disk (incognito: newt.agent.conversation_store)."""
+    def unsaved(self) -> bool:  # nothing of it is on disk (newt.agent.conversation_store)
         return self.forgetting.unsaved
 
     async def set_incognito(self, on: bool) -> ForgetReport | None:
