@@ -28,6 +28,11 @@ Beside newt, in the same run and from the same turns:
              the evidence budget newt had for that question (its block as
              rendered must fit the same budget); no recent turns at all
 
+`--cli`: the same through the real command line: every exchange is played,
+and every question asked, by its own `newt -c -p` process (libfaketime's
+`faketime` sets each process's clock to the day the turn was said; Debian's
+package `faketime`), so print mode's own recall is what is judged.
+
 `--quick`: one conversation (conv-41), its first 8 sessions, the questions
 whose evidence lies there. `--set` changes newt's config ([recall] keys);
 `--tune` sets a recall tunable (recall.tuning.RecallTuning, e.g.
@@ -44,10 +49,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -284,6 +291,108 @@ class Asked:
     evidence_tokens: int
 
 
+# ------------------------------------------------------------ the real CLI
+
+
+class ByText:
+    """The fake server's answers for separate processes: the next speaker's
+    words for whichever turn a request carries (a summary request gets the
+    summary); a question's request is kept."""
+
+    def __init__(self, dialogue: Dialogue) -> None:
+        self.replies = {ex.user: ex.reply for ex in dialogue.exchanges}
+        self.question = ""
+        self.seen: dict[str, Any] | None = None
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        last = last_user_text(request)
+        own = last.rsplit("\n\n", 1)[-1]  # after the evidence block, if any
+        if self.question and own == self.question:
+            self.seen = request
+            return Reply(text="ok", chunk_size=4096)
+        reply = self.replies.get(own, self.replies.get(last))
+        return Reply(text=reply if reply is not None else SUMMARY_REPLY, chunk_size=4096)
+
+
+def newt_at(
+    at: float, home: Path, fake: FakeOpenAI, *argv: str
+) -> subprocess.CompletedProcess[str]:
+    """`newt ARGV` as a script runs it, its clock set to `at` (libfaketime:
+    every turn keeps the day it was said, as the in-process path's store clock
+    does)."""
+    stamp = datetime.fromtimestamp(at).strftime("@%Y-%m-%d %H:%M:%S")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NEWT_CONFIG"))}
+    env["NEWT_HOME"] = str(home)
+    cmd = ["faketime", "-f", stamp, sys.executable, "-m", "newt"]
+    cmd += ["--base-url", fake.base_url, "--model", "fake-model", *argv]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def cli_config(home: Path, window: int, values: Sequence[str]) -> None:
+    lines = ["[memory]", f"context_tokens = {window}"]
+    recall = [item.partition("=") for item in values if item.startswith("recall.")]
+    if recall:
+        lines.append("[recall]")
+        lines += [f"{k.removeprefix('recall.')} = {json.dumps(_typed(v))}" for k, _, v in recall]
+    (home / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _typed(raw: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+async def play_cli(
+    dialogue: Dialogue, home: Path, window: int, fake: FakeOpenAI, args: argparse.Namespace
+) -> None:
+    """Every exchange through its own `newt -c -p` process."""
+    cli_config(home, window, args.set)
+    fake.responder = ByText(dialogue)
+    for n, ex in enumerate(dialogue.exchanges):
+        more = ["-c"] if n else []
+        done = await asyncio.to_thread(newt_at, ex.at, home, fake, *more, "-p", ex.user)
+        if done.returncode != 0:
+            raise RuntimeError(f"newt -p failed on exchange {n}: {done.stderr}")
+
+
+async def ask_cli(
+    dialogue: Dialogue,
+    snapshot: Path,
+    work: Path,
+    window: int,
+    fake: FakeOpenAI,
+    question: Question,
+    args: argparse.Namespace,
+) -> Asked:
+    """`ask`, through a `newt -c -p --json` process on a copy of the database."""
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    shutil.copyfile(snapshot, work / "newt.db")
+    cli_config(work, window, args.set)
+    responder = ByText(dialogue)
+    responder.question = question.text
+    fake.responder = responder
+    started = time.perf_counter()
+    done = await asyncio.to_thread(
+        newt_at, dialogue.asked_at, work, fake, "-c", "-p", question.text, "--json"
+    )
+    seconds = time.perf_counter() - started
+    report = (json.loads(done.stdout) if done.returncode == 0 else {}).get("retained_evidence")
+    report = report or {}
+    return Asked(
+        responder.seen,
+        seconds,
+        int(report.get("budget_tokens", 0)),
+        len(report.get("capsules", [])),
+        int(report.get("retained_tokens", 0)),
+    )
+
+
 # ------------------------------------------------------------- baselines
 
 
@@ -385,14 +494,14 @@ async def run_window(
                     shutil.rmtree(home)
                 home.mkdir(parents=True)
                 started = time.perf_counter()
-                await play(dialogue, home, window, fake, args)
+                await (play_cli if args.cli else play)(dialogue, home, window, fake, args)
                 (home / "played").write_text("ok")
                 played = time.perf_counter() - started
                 print(f"  {dialogue.name} @ {window}: played {len(dialogue.exchanges)} exchanges"
                       f" in {played:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
             bm25 = Bm25(dialogue)
             for question in dialogue.questions:
-                asked = await ask(
+                asked = await (ask_cli if args.cli else ask)(
                     dialogue, home / "newt.db", tmp / "q", window, fake, question, args
                 )
                 request, seconds, budget = asked.request, asked.seconds, asked.budget
@@ -431,8 +540,11 @@ async def run_window(
             if args.probes:
                 for text in PROBES:
                     probe = Question(text, "", [], 0)
+                    asking = ask_cli if args.cli else ask
                     probes.append(
-                        await ask(dialogue, home / "newt.db", tmp / "q", window, fake, probe, args)
+                        await asking(
+                            dialogue, home / "newt.db", tmp / "q", window, fake, probe, args
+                        )
                     )
     stats = Window(
         int(statistics.median(budgets)) if budgets else 0,
@@ -497,6 +609,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument("--tune", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--probes", action="store_true", help="ask the unrelated probes too")
+    parser.add_argument(
+        "--cli",
+        action="store_true",
+        help="play and ask through real `newt -c -p` processes (needs faketime)",
+    )
     parser.add_argument("--json-out", default="")
     parser.add_argument(
         "--played",

@@ -33,11 +33,11 @@ from newt.config import Config
 from newt.files import write_private
 from newt.memory.capabilities import Summarizing
 from newt.store import Store
+from newt.text import StreamSanitizer, strip_terminal_escapes
 
 # How long print mode waits, after the reply is out, for its turn's records
 # to be embedded (a few hundred milliseconds once the model is loaded).
 EMBED_AT_EXIT_S = 5.0
-from newt.text import StreamSanitizer, strip_terminal_escapes
 
 
 async def run_print(
@@ -92,9 +92,9 @@ async def run_print(
                     await session.summaries.wait(config.backend.timeout_s)
             # Recall by meaning for scripts too: the turn's records are
             # embedded before exit (bounded); what is left, a detached newt does.
-            if not await session.recall_parts.catch_up(EMBED_AT_EXIT_S):
-                if detach_summary:
-                    spawn_vector_writer(config)
+            caught_up = await session.recall_parts.catch_up(EMBED_AT_EXIT_S)
+            if not caught_up and detach_summary:
+                spawn_vector_writer(config)
             return code
         finally:
             await close_within(session.close())  # never held up by stuck background work

@@ -34,7 +34,7 @@ async def search(config: Config, query: str, as_json: bool, limit: int | None, o
     if as_json:
         out.write(json.dumps([hit_json(h) for h in hits], indent=2) + "\n")
     elif not hits:
-        said = f"no memory record matches {clean(query)!r}" if query.strip() else "memory is empty"
+        said = f"nothing in memory matches {clean(query)!r}" if query.strip() else "memory is empty"
         out.write(said + "\n")
     else:
         out.write(format_hits(hits))

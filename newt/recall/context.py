@@ -103,7 +103,11 @@ class Context:
         # sharing a query word with it; the best hits also look in the store.
         held = held_terms(hits, terms)
         linking = set(await self.newer_statements.linking_terms(held, terms))
-        later = later_statements(hits, {i: [t for t in h if t in linking] for i, h in held.items()})
+        later = (
+            later_statements(hits, {i: [w for w in h if w in linking] for i, h in held.items()})
+            if t.newer_links
+            else {}
+        )
         for n, hit in enumerate(hits):
             newer = later.get(hit.id)
             if n < t.newer_hits:

@@ -35,6 +35,7 @@ _STOP_WORDS_TEXT = """
     too under until up very was we were what when where which while who whom why will
     with would you your yours yourself yourselves s t d ll m re ve don doesn didn isn
     wasn aren weren hasn haven won wouldn shouldn couldn let lets please tell know
+    say said says
 """
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 

@@ -34,9 +34,14 @@ from newt.store.models import MemoryRecord
 
 def word_weights(records: int, doc_freqs: Sequence[tuple[str, int]]) -> dict[str, float]:
     """Each word's weight: bm25's inverse document frequency in a store of
-    `records` records (a word held by none weighs most)."""
+    `records` records, a word held by none weighing as one held by one (in a
+    young store, a word nobody said yet tells little more than a rare one)."""
     n = max(records, 1)
-    return {w: math.log(1.0 + (n - min(df, n) + 0.5) / (df + 0.5)) for w, df in doc_freqs}
+    weights = {}
+    for word, df in doc_freqs:
+        held = min(max(df, 1), n)
+        weights[word] = math.log(1.0 + (n - held + 0.5) / (held + 0.5))
+    return weights
 
 
 def coverage(content: str, weights: dict[str, float]) -> float:

@@ -33,6 +33,9 @@ class RecallTuning:
     # pairs: a user's message and its reply that both matched each gain
     # pair_share of the other's score.
     pair_share: float = 0.2
+    # newer links: every candidate is linked to its newer statement, which
+    # goes wherever it goes (newer.later_statements; off only to measure it).
+    newer_links: bool = True
     # context: the best neighbour_hits hits bring the messages next to them at
     # neighbour_share of their score; the best newer_hits bring the store's
     # newest later statement at newer_share.
@@ -54,5 +57,6 @@ class RecallTuning:
         for name, raw in values.items():
             if name not in types:
                 raise KeyError(f"no recall tunable {name!r}; known: {', '.join(sorted(types))}")
-            changes[name] = types[name](raw)
+            kind = types[name]
+            changes[name] = raw.lower() in ("1", "true", "yes") if kind is bool else kind(raw)
         return replace(self, **changes)  # type: ignore[arg-type]

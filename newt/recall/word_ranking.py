@@ -76,7 +76,7 @@ class WordRanking:
         self, query: str, words: list[str], pool: int, excluded: set[int]
     ) -> tuple[list[tuple[int, float]], list[str], dict[str, float]]:
         """(rowid, bm25) best first, the words to center excerpts on, and
-        those words' weights (relatedness.word_weights)."""
+        every query word's weight (relatedness.word_weights)."""
         span, doc_freqs = await self.doc_freqs(words)
         terms = choose_terms(doc_freqs, self.max_scored)
         # Over-fetch by the number of exclusions, then filter here: a NOT IN
@@ -92,8 +92,9 @@ class WordRanking:
             focus = focus_terms(query, terms.rare)
         else:
             focus = terms.scored
-        kept = set(focus or words)
-        return ranked, focus, word_weights(span, [f for f in doc_freqs if f[0] in kept])
+        # every word weighs in, those memory never saw most of all: they are
+        # what tells a message about something new (relatedness.py)
+        return ranked, focus, word_weights(span, doc_freqs)
 
     async def said_within(
         self, spans: list[TimeSpan], words: list[str], limit: int

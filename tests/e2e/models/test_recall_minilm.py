@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -158,6 +159,45 @@ async def test_recall_by_meaning_needs_no_server(
         assert records[0] not in [m.key for m in lexical]
         found = (await parts.engine.recall(RecallRequest(QUESTION, limit=1))).memories
         assert [m.key for m in found] == [records[0]]
+    finally:
+        await parts.aclose()
+
+
+UNRELATED = (
+    "Write a haiku about a lighthouse in fog.",
+    "Convert 350 degrees Fahrenheit to Celsius.",
+    "Give me a recipe for hollandaise sauce.",
+    "What is the time complexity of binary search?",
+    "Explain what a SQL left join does.",
+)
+
+
+async def test_a_message_about_nothing_memory_holds_recalls_nothing(
+    store: Store, minilm_wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The floor, with words and meaning: unrelated requests carry no
+    record (there is always a nearest one; it is not related), while the
+    question worded apart from its fact still finds it."""
+    monkeypatch.setenv("NEWT_LLAMA_CACHE", str(_cache_with(minilm_wheel, tmp_path)))
+    for text in (FLIGHT, *DISTRACTORS):
+        conv = await store.conversations.create()
+        turn_id = await store.turns.add_pending(conv.id, text)
+        await store.turns.complete(turn_id, "Noted.")
+    parts = RecallParts(store, Config(), "http://127.0.0.1:9/v1", "chat-model")
+    parts.start()
+    try:
+        assert parts.queue is not None and await parts.queue.wait_idle(120)
+        for text in UNRELATED:
+            found = await parts.engine.recall(RecallRequest(text, retained_token_budget=500))
+            assert found.memories == [] and found.block == "", text
+        found = await parts.engine.recall(RecallRequest(QUESTION, retained_token_budget=500))
+        assert FLIGHT in found.block
+        # without the floor, the nearest records ride along however far
+        parts.engine.tuning = replace(
+            parts.engine.tuning, gate_cosine=-2, gate_coverage=0, record_cosine=-2
+        )
+        unfloored = await parts.engine.recall(RecallRequest(UNRELATED[0], limit=8))
+        assert unfloored.memories
     finally:
         await parts.aclose()
 

@@ -198,7 +198,7 @@ def test_memory_search_lists_hits_and_json_has_them_whole(
     limited = offline("memory", "search", SECRET, "--json", "--limit", "1", home=home)
     assert len(json.loads(limited.stdout)) == 1
     nothing = offline("memory", "search", "nonexistentword", home=home)
-    assert nothing.stdout == "no memory record matches 'nonexistentword'\n"
+    assert nothing.stdout == "nothing in memory matches 'nonexistentword'\n"
     assert len(fake_openai.chat_requests) == sent  # searching sent nothing
 
 
@@ -246,7 +246,7 @@ def test_forget_matching_previews_asks_and_leaves_no_byte(
     assert "forgot 2 messages, 2 memory records" in done.stdout
     assert search_json(home, SECRET) == []
     listed = offline("memory", "search", SECRET, home=home)
-    assert listed.stdout == f"no memory record matches '{SECRET}'\n"  # no hit, no table
+    assert listed.stdout == f"nothing in memory matches '{SECRET}'\n"  # no hit, no table
     assert holds(db, SECRET) == []
     assert holds(db, CONTROL), "what was not forgotten must stay"
     again = offline("memory", "forget", "--matching", SECRET, home=home)
@@ -361,7 +361,7 @@ def test_forget_all(fake_openai: FakeOpenAI, home: Path) -> None:
 def test_memory_commands_work_with_no_database_and_no_backend(home: Path) -> None:
     result = offline("memory", "search", "anything", home=home)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "no memory record matches 'anything'\n"
+    assert result.stdout == "nothing in memory matches 'anything'\n"
     newest = offline("memory", "search", home=home)
     assert newest.returncode == 0 and newest.stdout == "memory is empty\n"
 

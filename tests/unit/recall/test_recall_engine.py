@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,13 @@ from newt.recall import (
     recoverability,
 )
 from newt.recall.engine import fuse
+from newt.recall.newer import held_terms, later_statements
 from newt.recall.tuning import RecallTuning
+from newt.store import Store
 
 T = RecallTuning()
 MIN_POOL, POOL_FACTOR = T.min_pool, T.pool_factor
 NEIGHBOUR_SHARE, NEWER_SHARE = T.neighbour_share, T.newer_share
-from newt.recall.newer import held_terms, later_statements
-from newt.store import Store
 
 FILLER = (
     "We went over the quarterly plan again this morning. Nothing surprising came up. "

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
-
 from pathlib import Path
 
 from newt.recall import MemoryRecord, RecallEngine, RecallRequest
 from newt.recall.fusion import with_pairs
 from newt.recall.tuning import RecallTuning
+from newt.store import Store
 
 PAIR_SHARE = RecallTuning().pair_share
-from newt.store import Store
 
 
 def record(

@@ -202,7 +202,7 @@ def _cand(
 
 def test_the_block_as_rendered_fits_its_budget_lowest_score_out_first() -> None:
     candidates = [_cand(f"t{i}", MONDAY + i * DAY, float(10 - i)) for i in range(6)]
-    full, whole = pack_block(candidates, 10_000, Packing(now=NOW, history_since=NOW))
+    _, whole = pack_block(candidates, 10_000, Packing(now=NOW, history_since=NOW))
     # the header is reserved at its longest: with it, everything fits
     fitted, text = pack_block(
         candidates, est_tokens(whole) + 20, Packing(now=NOW, history_since=NOW)

@@ -4,15 +4,14 @@ lifted by that sitting's worth (recall/sittings.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
-
 from pathlib import Path
 
 from newt.recall import MemoryRecord, RecallEngine, RecallRequest
 from newt.recall.sittings import SITTING_GAP_S, with_sittings
 from newt.recall.tuning import RecallTuning
+from newt.store import Store
 
 SITTING_SHARE = RecallTuning().sitting_share
-from newt.store import Store
 
 HOUR = 3600.0
 
