@@ -131,6 +131,8 @@ async def show_event(
         await view.write(clean(event.text))
     elif isinstance(event, ev.ThinkingDelta):
         view.write_thinking(clean(event.text))
+    elif isinstance(event, ev.ReplyPace):
+        view.show_pace(event)
     elif isinstance(event, ev.ToolCallStarted):
         await view.start_tool(ToolCall(event.call_id, event.name, event.arguments))
     elif isinstance(event, ev.ToolCallFinished):
