@@ -46,9 +46,11 @@ class ChatScreen(Screen[None]):
         # start and end of every reply (20-40 ms in which keys waited); the
         # streaming reply's status line says it instead (STOP_HINT).
         Binding("escape", "stop", "Stop reply", show=False),
-        # As in most terminal chat tools (issue 45); idle, ctrl+c goes on to
-        # the prompt's copy or the app's "press ctrl+q to quit" (check_action).
-        Binding("ctrl+c", "stop", "Stop reply", show=False, priority=True),
+        # As in most terminal chat tools (issue 45): ctrl+c stops a streaming
+        # reply, or clears the prompt (one undoable edit: ctrl+z brings it
+        # back); with a selection, or nothing to clear, it goes on to the
+        # prompt's copy or the app's "press ctrl+q to quit" (check_action).
+        Binding("ctrl+c", "interrupt", "Stop reply", show=False, priority=True),
         Binding("ctrl+n", "command('new')", "New"),
         Binding("ctrl+o", "command('resume')", "Resume"),
         Binding("ctrl+g", "command('memory')", "Memory"),
@@ -190,6 +192,8 @@ class ChatScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "stop":
             return self.busy
+        if action == "interrupt":
+            return self.busy or self.prompt.clearable()
         return True
 
     # -- loading a conversation -------------------------------------------------
@@ -223,7 +227,7 @@ class ChatScreen(Screen[None]):
             return
         if text.startswith("//"):
             text = text[1:]
-        if not self._attachments_ok(text):
+        if not self._attachments_ok(text) or not self._fits(text):
             return  # the prompt stays as typed
         if self.send(text, "edit" if self.prompt.editing else None):
             self.prompt.remember(event.text)
@@ -251,6 +255,21 @@ class ChatScreen(Screen[None]):
             return False
         return True
 
+    def _fits(self, text: str) -> bool:
+        """A message larger than the window is not sent (it would be refused
+        after a long wait): it stays in the box, and the log says why."""
+        if not self.ready:
+            return True  # the turn is checked by the session's guard instead
+        from newt.agent.oversize import too_large
+
+        try:
+            why = too_large(text, self.session.estimate_tokens(text), self.session.memory_status())
+        except Exception:  # a figure missing: the session's guard still stands
+            return True
+        if why is not None:
+            self.feedback(why, "warning")
+        return why is None
+
     def edit_prompt(self, text: str) -> None:
         """/edit: the last prompt goes into the bar; sending it replaces that turn."""
         self.prompt.start_editing(text)
@@ -259,6 +278,12 @@ class ChatScreen(Screen[None]):
     def _retry(self, event: ErrorMessage.RetryRequested) -> None:
         if self.send(event.text) and self.prompt.text == event.text:
             self.prompt.set_text("")
+
+    def action_interrupt(self) -> None:
+        if self.busy:
+            self.action_stop()
+        else:
+            self.prompt.clear_input()
 
     def action_stop(self) -> None:
         for worker in self.workers:

@@ -127,6 +127,17 @@ class PromptBar(Vertical):
     def focus_prompt(self) -> None:
         self.area.focus()
 
+    def clearable(self) -> bool:
+        """ctrl+c may clear the prompt: it holds text, has the focus and no selection."""
+        area = self.area
+        return bool(area.text) and area.has_focus and area.selection.is_empty
+
+    def clear_input(self) -> None:
+        """Empty the prompt in one edit, however long (ctrl+z brings it back)."""
+        area = self.area
+        area.replace("", area.document.start, area.document.end)
+        self._history_pos = self._recalled = None
+
     def remember(self, text: str) -> None:
         if text.strip() and (not self.history or self.history[-1] != text):
             self.history.append(text)

@@ -14,6 +14,7 @@ from newt.config import Config
 from newt.ui.app import NewtApp
 from newt.ui.screens.chat import ChatScreen
 from newt.ui.widgets.chat_log import ChatLog
+from newt.ui.widgets.entries import NoticeEntry
 from newt.ui.widgets.messages import (
     STOP_HINT,
     AssistantMessage,
@@ -156,6 +157,39 @@ async def test_ctrl_c_stops_a_streaming_reply_and_the_footer_says_so() -> None:
         await pilot.pause()
         assert app.is_running
         assert screen.query(AssistantMessage).last().entry.status == "complete"
+
+
+async def test_a_message_larger_than_the_window_stays_in_the_box() -> None:
+    """Issue 45: a paste larger than the window is not sent (the server would
+    refuse it after a long wait): the log says so with both numbers and what
+    can help, the text stays; ctrl+c clears it in one key, ctrl+z brings it
+    back, and a message that fits goes as usual."""
+    session = FakeSession()
+    session.script(Step(text="fine"))
+    app = make_app(session)
+    paste = "All work and no play makes Jack a dull boy. " * 1200  # ~13,000 tokens
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await chat_ready(pilot)
+        screen.prompt.set_text(paste)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert session.sent == [] and not screen.busy
+        assert screen.prompt.text == paste
+        said = [e.text for e in screen.log_view.entries if isinstance(e, NoticeEntry)]
+        assert said and "this message alone is about 13,200 tokens" in said[-1]
+        assert "window of 8,192 tokens (6,553 for the conversation" in said[-1]
+        assert "split it into parts" in said[-1] and "/model" in said[-1]
+
+        screen.prompt.focus_prompt()
+        await pilot.press("ctrl+c")  # one key, however long
+        assert screen.prompt.text == ""
+        assert not any("quit" in n.message for n in app._notifications)
+        await pilot.press("ctrl+z")
+        assert screen.prompt.text == paste
+        await pilot.press("ctrl+c")
+        await type_and_send(pilot, "a short one")
+        await wait_idle(pilot, screen)
+        assert session.sent == ["a short one"]
 
 
 async def test_a_reply_starting_and_ending_leaves_the_footer_alone() -> None:

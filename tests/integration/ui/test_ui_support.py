@@ -247,6 +247,9 @@ class FakeSession:
     def memory_status(self) -> FakeStatus:
         return self.status
 
+    def estimate_tokens(self, text: str) -> int:
+        return len(text) // 4
+
     async def note(self, arg: str) -> str:
         if arg == "list":
             return "\n".join(self.notes) or "no notes yet"
