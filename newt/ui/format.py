@@ -47,6 +47,14 @@ def meter_level(used: int, budget: int) -> str:
     return "ok"
 
 
+FULLNESS = (
+    "what the next request carries before your message (system prompt, notes,"
+    " summary, the turns still in the window) of what newt fills before it"
+    " folds; the footer shows the same figure"
+)
+"""The one explanation of the one fullness figure (the meter's tooltip, /memory)."""
+
+
 def meter_text(used: int, budget: int) -> str:
     return f"{tokens(used)}/{tokens(budget)} · {percent(used, budget):.0f}%"
 

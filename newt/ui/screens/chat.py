@@ -36,6 +36,7 @@ from newt.ui.widgets.token_meter import TokenMeter
 
 WIDE = 120  # the evidence sidebar shows by default from this many columns
 STOP_KEYS = "ctrl+c/esc stop reply"
+METER_TICK_S = 1.0  # how often the footer's fullness is read again between turns
 
 
 class ChatScreen(Screen[None]):
@@ -128,6 +129,7 @@ class ChatScreen(Screen[None]):
     def on_mount(self) -> None:
         self._mounted.set()
         self.call_after_refresh(self._painted.set)
+        self.set_interval(METER_TICK_S, self._meter_tick)
         self._fit_sidebar(self.app.size.width)
         if not self.ready:
             self.refresh_header()  # the configured model; no meter until the session is open
@@ -135,6 +137,13 @@ class ChatScreen(Screen[None]):
         self._show_session()
         if self.session.conversation is not None:
             self.load_conversation()
+
+    def _meter_tick(self) -> None:
+        """The footer's fullness follows the session between turns too: a
+        summary landing in the background changes it (the footer kept the
+        figure from the turn's end while /memory showed the new one)."""
+        if self.ready and not self.busy:
+            self.refresh_meter()
 
     def _show_session(self) -> None:
         # MCP tools with approve = "ask" ask here

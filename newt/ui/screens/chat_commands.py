@@ -209,17 +209,17 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         self.screen.refresh_meter()
 
     async def cmd_compact(self, arg: str) -> None:
-        self.screen.feedback("Compacting…", "info")
+        self.screen.feedback("Folding older turns into the summary…", "info")
         result = await self.session.compact(arg or None)
         if result is None:
-            self.screen.feedback("Nothing to compact yet: every turn still fits.")
+            self.screen.feedback("Nothing to fold yet: every turn still fits.")
         else:
             await self.screen.log_view.append(
                 CompactionEntry(compaction_summary(result.record), result.resident_turns)
             )
             self.screen.feedback(
-                f"Compacted: {result.resident_turns} turn(s) resident, "
-                f"{tokens(result.used_after)} tokens used."
+                f"Folded: {result.resident_turns} turn(s) still in the window,"
+                f" fullness {tokens(result.used_after)} tokens."
             )
         self.screen.refresh_meter()
 

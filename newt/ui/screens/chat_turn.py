@@ -164,7 +164,7 @@ async def after_turn(
             CompactionEntry(compaction_summary(compacted.record), compacted.resident_turns)
         )
     if outcome.compactions:
-        screen.notify("Older turns were compacted into a summary.", timeout=4)
+        screen.notify("Older turns were folded into the summary.", timeout=4)
     if outcome.error is not None:
         turn_failed(screen, text, outcome.error)
 

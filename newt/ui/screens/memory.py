@@ -13,7 +13,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from newt.ui.format import ago, meter_level, meter_text, tokens
+from newt.ui.format import FULLNESS, ago, meter_level, meter_text, tokens
 from newt.ui.widgets.entries import fold_size
 from newt.ui.widgets.token_meter import bar
 
@@ -37,7 +37,7 @@ def memory_rows(status: MemoryStatus) -> list[tuple[str, str]]:
     used, budget = int(status.used), int(status.budget)
     rows = [
         ("provider", f"{status.provider}"),
-        ("usage", meter_text(used, budget)),
+        ("fullness", f"{meter_text(used, budget)}: {FULLNESS}"),
         (
             "budget",
             f"{tokens(budget)} tokens of a {tokens(status.context_tokens)}-token window"
@@ -57,7 +57,6 @@ def memory_rows(status: MemoryStatus) -> list[tuple[str, str]]:
     rows += [
         ("turns", f"{status.resident_turns} resident of {status.total_turns}"),
         ("conversation tokens", conversation_tokens(status)),
-        ("compactions", f"{status.compactions} in this conversation"),
         ("notes", f"{status.notes_used:,}/{status.notes_limit:,} characters"),
         (
             "tools",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
-from newt.ui.format import meter_level, meter_text
+from newt.ui.format import FULLNESS, meter_level, meter_text
 
 LEVELS = ("ok", "warn", "high", "over")
 
@@ -25,9 +25,11 @@ class TokenMeter(Static):
         self.budget = 0
 
     def set_usage(self, used: int, budget: int) -> None:
+        if (used, budget) == (self.used, self.budget) and self.tooltip:
+            return  # unchanged: the footer is not repainted
         self.used, self.budget = used, budget
         level = meter_level(used, budget)
         for name in LEVELS:
             self.set_class(name == level, f"-{name}")
         self.update(Content(f"{bar(used, budget, self.BAR_WIDTH)} {meter_text(used, budget)}"))
-        self.tooltip = "context used / budget (share of the model's window newt may fill)"
+        self.tooltip = "Fullness: " + FULLNESS

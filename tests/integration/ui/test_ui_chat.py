@@ -461,6 +461,36 @@ async def test_command_palette_lists_slash_commands() -> None:
         assert screen.prompt.text == "/note "
 
 
+async def test_the_footer_and_memory_show_one_fullness() -> None:
+    """Issue 45: the footer kept the fullness of the turn's end while /memory
+    showed the figure after a background summary landed (1,449 against
+    1,137); now the footer follows the session between turns, both show the
+    same figure with the same explanation, and the panel has one word for a
+    fold (no "compactions" row beside "folds")."""
+    from newt.ui.format import FULLNESS, meter_text
+    from newt.ui.screens.memory import MemoryScreen, memory_rows
+
+    session = FakeSession()
+    app = make_app(session)
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        meter = screen.query_one("#meter", Static)
+        assert "1,234/6,553" in str(meter.render())
+        assert FULLNESS in str(meter.tooltip)
+        session.status.used = 987  # a summary landed in the background: no event
+        for _ in range(100):
+            if "987/6,553" in str(meter.render()):
+                break
+            await pilot.pause(0.05)
+        assert "987/6,553" in str(meter.render())
+        await pilot.press("ctrl+g")
+        await pilot.pause()
+        assert isinstance(app.screen, MemoryScreen)
+        rows = dict(memory_rows(app.screen.status))
+        assert rows["fullness"].startswith(meter_text(987, 6553)) and FULLNESS in rows["fullness"]
+        assert "compactions" not in rows
+
+
 async def test_cancelled_send_is_never_blocked(monkeypatch: Any) -> None:
     """A send raised before any event still frees the prompt."""
     session = FakeSession()

@@ -68,7 +68,7 @@ async def test_chat_memory_quit_and_continue(home: Path, fake_openai: FakeOpenAI
         assert [m.entry.text for m in screen.query(AssistantMessage)] == replies
         assert screen.title == "tell me about the lake"
         after = dict(memory_rows(app2.session.memory_status()))  # type: ignore[union-attr]
-        for key in ("usage", "budget", "last reported", "turns", "compactions"):
+        for key in ("fullness", "budget", "last reported", "turns"):
             assert after[key] == before[key], key
 
 
