@@ -48,9 +48,6 @@ class ReplyStats:
     """The backend stopped the reply at its length cap (finish_reason "length"):
     the footer says so, since the text alone looks like a whole reply. Not
     stored: a resumed conversation's footer does not show it."""
-    first_token_s: float | None = None
-    """The wait for the first token (a slow local model reading its prompt); live
-    only, like stopped_for_length."""
 
     @property
     def tokens_per_second(self) -> float | None:

@@ -43,7 +43,7 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
             "name": "recall_memory",
             "description": (
                 "Search everything said in earlier turns, earlier conversations and notes. "
-                "Returns short verbatim excerpts, each with a key for fetch_record."
+                "Returns verbatim lines by the day they were said; one cut short ends in …"
             ),
             "parameters": {
                 "type": "object",

@@ -13,6 +13,7 @@ from typing import Any
 from newt.agent.tools import ToolHandler
 from newt.memory.notes import NoteBook, NoteStore
 from newt.recall import RecallEngine, RecallRequest
+from newt.recall.presentation import Packing
 
 # Capsules returned by recall_memory when recall in requests is switched off.
 TOOL_RECALL_BUDGET = 1024
@@ -46,13 +47,16 @@ def tool_handlers(ctx: ToolContext) -> dict[str, ToolHandler]:
 
     async def recall_memory(args: dict[str, Any]) -> str:
         budget = ctx.recall_budget or TOOL_RECALL_BUDGET
+        # the same block a request carries: oldest first by day, who said it,
+        # a line cut short ending in "…" (its first words fetch it whole)
         response = await ctx.recall.recall(
-            RecallRequest(str(args.get("query", "")), retained_token_budget=budget)
+            RecallRequest(
+                str(args.get("query", "")),
+                retained_token_budget=budget,
+                packing=Packing(fetchable=True),
+            )
         )
-        report = response.retained_evidence
-        if report is None or not report.capsules:
-            return "no matching memories"
-        return "\n".join(f"[{c.retrieval_key}] {c.excerpt}" for c in report.capsules)
+        return response.block.strip() or "nothing in memory matches"
 
     async def fetch_record(args: dict[str, Any]) -> str:
         key = str(args.get("key", "")).strip()

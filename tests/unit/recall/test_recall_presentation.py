@@ -354,3 +354,27 @@ def test_a_capsule_goes_into_the_block_only_with_its_newer_statement() -> None:
     fitted, text = pack_block([old, other, newer], budget - 9, Packing(now=NOW))
     assert "t1" not in [c.id for c in fitted.capsules]
     assert est_tokens(text) <= budget - 9
+
+
+async def test_a_cut_line_is_fetched_whole_by_its_first_words(store: Store) -> None:
+    conv = await store.conversations.create()
+    long = "We walked along the harbor for an hour. " * 12 + f"Then I said: {FACT}."
+    await _turn(store, conv.id, long, "Quite a walk.")
+    await _turn(store, conv.id, "Any plans for the weekend?", "Maybe a walk by the harbor.")
+    engine = RecallEngine(store)
+    response = await engine.recall(
+        RecallRequest(
+            "What is the locker code for the amber harbor?",
+            retained_token_budget=1024,
+            packing=Packing(fetchable=True),
+        )
+    )
+    lines = response.block.rstrip("\n").splitlines()
+    assert lines[0].endswith(CUT_NOTE)
+    cut = next(line for line in lines if line.endswith("…"))
+    assert "4417" in cut and "t1" not in response.block  # no keys in the block
+    words = cut.removeprefix("- user: ").rstrip("…").split()[:8]
+    record = await engine.fetch(" ".join(words) + "…")
+    assert record is not None and record.content == long
+    assert await engine.fetch("words nobody ever said") is None
+    assert (await engine.fetch("t1")) == record  # a key still works
