@@ -46,8 +46,11 @@ class ReplyStats:
     """The counts are newt's estimate: the backend reported no usage."""
     stopped_for_length: bool = False
     """The backend stopped the reply at its length cap (finish_reason "length"):
-    the footer says so, since the text alone looks like a whole reply. Not
-    stored: a resumed conversation's footer does not show it."""
+    the footer says so, since the text alone looks like a whole reply. Stored
+    with the turn (migration 15), so a resumed conversation's footer says it too."""
+    first_token_s: float | None = None
+    """The wait for the first token (a slow local model reading its prompt); live
+    only, like stopped_for_length."""
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -62,6 +65,7 @@ class ReplyStats:
             completion_tokens=self.completion_tokens,
             reply_seconds=self.seconds,
             tokens_estimated=self.estimated,
+            stopped_for_length=self.stopped_for_length,
         )
 
     @classmethod
@@ -74,6 +78,7 @@ class ReplyStats:
                 turn.completion_tokens,
                 turn.reply_seconds,
                 turn.tokens_estimated,
+                stopped_for_length=turn.stopped_for_length,
             )
         if turn.tokens_in is not None:
             return cls(turn.tokens_in, turn.tokens_out, None)

@@ -49,6 +49,7 @@ def _turn(row: aiosqlite.Row) -> StoredTurn:
         completion_tokens=row["completion_tokens"],
         reply_seconds=row["reply_seconds"],
         tokens_estimated=bool(row["tokens_estimated"]),
+        stopped_for_length=bool(row["stopped_for_length"]),
         replaced_by=row["replaced_by"],
         copied_from=row["copied_from"],
         attachments=json.loads(row["attachments"] or "[]"),
@@ -213,7 +214,8 @@ class TurnRepo:
             cur = await conn.execute(
                 "UPDATE turns SET assistant = ?, status = ?, tokens_in = ?, tokens_out = ?,"
                 " tool_events = ?, error = NULL, thinking = ?, prompt_tokens = ?,"
-                " completion_tokens = ?, reply_seconds = ?, tokens_estimated = ?"
+                " completion_tokens = ?, reply_seconds = ?, tokens_estimated = ?,"
+                " stopped_for_length = ?"
                 " WHERE id = ? RETURNING conversation_id, user, created_at",
                 (
                     assistant,
@@ -226,6 +228,7 @@ class TurnRepo:
                     d.completion_tokens,
                     d.reply_seconds,
                     int(d.tokens_estimated),
+                    int(d.stopped_for_length),
                     turn_id,
                 ),
             )

@@ -358,6 +358,15 @@ async def m014_summaries_indexed_alone(conn: aiosqlite.Connection) -> None:
     )
 
 
+async def m015_stopped_for_length(conn: aiosqlite.Connection) -> None:
+    # Whether the backend stopped the reply at its length cap (finish_reason
+    # "length"): the reply's footer says "stopped at the length limit", and a
+    # resumed conversation's footer said nothing (issue 45).
+    await run_script(
+        conn, "ALTER TABLE turns ADD COLUMN stopped_for_length INTEGER NOT NULL DEFAULT 0;"
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
@@ -373,6 +382,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (12, "memory_ownership", m012_memory_ownership),
     (13, "imports", m013_imports),
     (14, "summaries_indexed_alone", m014_summaries_indexed_alone),
+    (15, "stopped_for_length", m015_stopped_for_length),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

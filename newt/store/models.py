@@ -51,6 +51,8 @@ class StoredTurn:
     """Streaming time from the first token to the last (tool rounds summed)."""
     tokens_estimated: bool = False
     """The counts are newt's estimate: the backend sent no usage."""
+    stopped_for_length: bool = False
+    """The backend stopped the reply at its length cap (migration 15)."""
 
     replaced_by: int | None = None
     """Regenerate/edit: the turn that replaced this one (kept, never sent or recalled)."""
@@ -81,6 +83,8 @@ class ReplyDetails:
     completion_tokens: int | None = None
     reply_seconds: float | None = None
     tokens_estimated: bool = False
+    stopped_for_length: bool = False
+    """The backend stopped the reply at its length cap (migration 15)."""
 
 
 @dataclass

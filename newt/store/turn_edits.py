@@ -98,8 +98,8 @@ async def fork_conversation(
                 "INSERT INTO turns(conversation_id, kind, status, user, assistant, tokens_in,"
                 " tokens_out, resident_turns, used_after, tool_events, error, created_at,"
                 " copied_from, attachments, thinking, prompt_tokens, completion_tokens,"
-                " reply_seconds, tokens_estimated)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " reply_seconds, tokens_estimated, stopped_for_length)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 _copy_values(conv_id, row),
             )
             assert cur.lastrowid is not None
@@ -166,4 +166,5 @@ def _copy_values(conv_id: str, row: StoredTurn) -> tuple[object, ...]:
         row.completion_tokens,
         row.reply_seconds,
         int(row.tokens_estimated),
+        int(row.stopped_for_length),
     )

@@ -71,6 +71,15 @@ async def test_tui_footer_marks_a_reply_stopped_at_the_length_limit(
         await wait_idle(pilot, screen)
         whole = list(screen.query(AssistantMessage))[-1]
         assert "length limit" not in _footer(whole) and "completion tokens" in _footer(whole)
+        await pilot.press("ctrl+q")
+    # resumed, the footers say the same (issue 45: the mark was live only)
+    again = NewtApp(config_for(fake_openai), continue_latest=True)
+    async with again.run_test(size=(110, 34)) as pilot:
+        screen = await chat_ready(pilot)
+        await wait_idle(pilot, screen)
+        cut, whole = list(screen.query(AssistantMessage))[-2:]
+        assert "stopped at the length limit" in _footer(cut)
+        assert "length limit" not in _footer(whole)
 
 
 async def _settings_hint(app: NewtApp) -> str:
