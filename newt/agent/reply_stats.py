@@ -50,7 +50,7 @@ class ReplyStats:
     with the turn (migration 15), so a resumed conversation's footer says it too."""
     first_token_s: float | None = None
     """The wait for the first token (a slow local model reading its prompt); live
-    only, like stopped_for_length."""
+    only (not stored)."""
 
     @property
     def tokens_per_second(self) -> float | None:
