@@ -97,6 +97,35 @@ async def test_a_call_written_as_text_runs_and_is_never_shown_or_stored(
         await close(store, session)
 
 
+def test_an_echoed_tool_response_is_dropped_and_the_answer_after_it_kept() -> None:
+    echo = (
+        '<tool_response>\n{"name": "save_note", "arguments": {"action": "add"}}\n</tool_response>'
+    )
+    gate = ToolTextGate(TOOLS)
+    shown = "".join(gate.feed(ch) for ch in echo + "\nNoted: no nuts.")
+    found, rest = gate.finish()
+    assert found is None and shown + rest == "Noted: no nuts." == gate.answer
+    only = ToolTextGate(set())  # no tools offered (the last round): still never an answer
+    assert "".join(only.feed(ch) for ch in echo) == "" and only.finish() == (None, "")
+    assert only.answer == ""
+
+
+async def test_a_reply_that_echoes_the_tool_response_stores_only_its_answer(
+    fake_openai: FakeOpenAI,
+) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        echo = '<tool_response>\n{"name": "save_note", "arguments": {}}\n</tool_response>\n'
+        fake_openai.script(Reply(text=FORMS["bare"]), Reply(text=echo + "Noted: no nuts."))
+        events = await run_turn(session, "I'm allergic to nuts, remember that")
+        shown = "".join(e.text for e in events if isinstance(e, ev.TextDelta))
+        assert shown == "Noted: no nuts." == reply_of(events)
+        (turn,) = await session.history()
+        assert turn.assistant == "Noted: no nuts."
+    finally:
+        await close(store, session)
+
+
 async def test_json_that_names_no_tool_is_the_answer(fake_openai: FakeOpenAI) -> None:
     store, session = await open_session(fake_openai)
     try:
