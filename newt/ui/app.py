@@ -44,6 +44,9 @@ OpenSession = Callable[[Config, Callable[[str], None]], Awaitable[SessionLike]]
 Discover = Callable[[], Any]  # () -> (base_url, model) | None, possibly awaitable
 
 CLOSE_TIMEOUT = 5.0
+FIRST_RUN_LOCAL = "Running SmolLM2-135M, a tiny model. Stronger ones: newt --local --list"
+"""The first run's note when it fell back to SmolLM2: one line, a few seconds
+(issue 45: the whole "fetch later" paragraph covered the message box for 12 s)."""
 
 
 # What the first frame leaves out and the first turn needs.
@@ -225,7 +228,6 @@ class NewtApp(App[None]):
 
     async def _start_local(self, choice: LocalModel) -> bool:
         """The first-run choice to run a model here: llama-server for the rest of the app."""
-        from newt.agent.local_catalogue import FETCH_LATER
         from newt.agent.local_model import start_local_embeddings
         from newt.agent.local_switch import ManagedLocal
         from newt.config import save_local_choice
@@ -238,8 +240,7 @@ class NewtApp(App[None]):
                         timeout=10, markup=False)  # fmt: skip
             return await self._ask_backend()
         if not choice.remember:  # SmolLM2, e.g. with no network: say what comes next
-            self.notify(f"Running SmolLM2-135M-Instruct, a tiny model. {FETCH_LATER}",
-                        title="A local model", timeout=12, markup=False)  # fmt: skip
+            self.notify(FIRST_RUN_LOCAL, title="A local model", timeout=6, markup=False)
         try:  # every later newt, -c and -p starts it again instead of asking
             save_local_choice(
                 self.config.path or default_config_path(), choice.remember, choice.about

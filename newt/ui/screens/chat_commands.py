@@ -134,15 +134,21 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
             return True
         if name != "settings":
             return super().open_panel(name)
-        from newt.ui.screens.settings import SettingsScreen  # brings the agent's settings
+        from newt.ui.screens.settings import SettingsScreen, window_line  # the agent's settings
 
         session = self.session
+        try:
+            status = session.memory_status()
+            window = window_line(status.context_tokens, status.budget, status.budget_source)
+        except Exception:  # a figure missing: the form goes on without the line
+            window = ""
         form = SettingsScreen(
             session.settings,
             model=session.model,
             default_prompt=session.default_system_prompt,
             server_cap=session.config.server_reply_cap,
             incognito=session.incognito,
+            window=window,
         )
         self.screen.app.push_screen(form, lambda saved: self._settings_closed(form, saved))
         return True

@@ -24,6 +24,19 @@ from newt.agent.conversation_settings import ChatSettings, SettingsError, settin
 from newt.ui.format import clean, one_line
 
 
+def window_line(context_tokens: int, budget: int, source: str) -> str:
+    """The context window in force, where it comes from and what newt fills of
+    it, and where to change it (issue 45: the config file has it, /settings
+    did not say)."""
+    from newt.ui.screens.memory import SOURCES
+
+    return (
+        f"Context window {context_tokens:,} tokens"
+        f" ({SOURCES.get(source, source)}) · newt fills {budget:,} before it folds"
+        " · [memory] context_tokens in the config file sets it"
+    )
+
+
 def _text(value: float | int | None) -> str:
     return "" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -45,6 +58,7 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
         default_prompt: str,
         server_cap: int | None = None,
         incognito: bool | None = None,
+        window: str = "",
     ) -> None:
         super().__init__()
         self.settings = settings
@@ -56,6 +70,8 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
         self.default_prompt = default_prompt
         self.server_cap = server_cap
         """The server's own reply cap, when newt knows it (its managed llama-server)."""
+        self.window = window
+        """The context window in force and where it comes from (`window_line`)."""
 
     def compose(self) -> ComposeResult:
         s = self.settings
@@ -64,6 +80,8 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
             panel.border_subtitle = "ctrl+s saves · esc cancels"
             preset = f" · preset {s.preset}" if s.preset else ""
             yield Static(Content(f"Model {clean(self.model)}{clean(preset)}"), id="settings-about")
+            if self.window:
+                yield Static(Content(self.window), id="settings-window")
             yield Label("System prompt (empty: newt's own)", classes="field-label")
             area = TextArea(
                 s.system_prompt or "",

@@ -92,6 +92,25 @@ async def _settings_hint(app: NewtApp) -> str:
         return str(settings.query_one("#settings-max-tokens", Input).placeholder)
 
 
+async def test_settings_show_the_context_window(
+    home: Path,  # noqa: F811
+    fake_openai: FakeOpenAI,
+) -> None:
+    """Issue 45: the config file has [memory] context_tokens, /settings did
+    not show the window at all: it says the window, where it comes from, what
+    newt fills of it, and where to change it."""
+    app = NewtApp(config_for(fake_openai, context_tokens=2048))
+    async with app.run_test(size=(110, 34)) as pilot:
+        await chat_ready(pilot)
+        await type_and_send(pilot, "/settings")
+        await pilot.pause()
+        assert isinstance(app.screen, SettingsScreen)
+        line = str(app.screen.query_one("#settings-window").render())
+        assert "Context window 2,048 tokens" in line
+        assert "explicit config ([memory] context_tokens)" in line
+        assert "newt fills 1,638 before it folds" in line
+
+
 async def test_settings_show_the_managed_servers_reply_cap(
     home: Path,  # noqa: F811
     fake_openai: FakeOpenAI,

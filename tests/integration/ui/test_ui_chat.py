@@ -491,6 +491,29 @@ async def test_the_footer_and_memory_show_one_fullness() -> None:
         assert "compactions" not in rows
 
 
+async def test_a_toast_never_covers_the_message_box() -> None:
+    """Issue 45: the first run's toast covered the input box for ~12 s; toasts
+    now come in at the top right, and that one is a short line for 6 s."""
+    from textual.widgets._toast import Toast
+
+    from newt.ui.app import FIRST_RUN_LOCAL
+
+    session = FakeSession()
+    app = make_app(session)
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        screen = await chat_ready(pilot)
+        app.notify(FIRST_RUN_LOCAL, title="A local model", timeout=6)
+        app.notify("and a second one, " * 6, title="More")
+        await pilot.pause(0.2)
+        toasts = list(screen.query(Toast))
+        assert len(toasts) == 2
+        box = screen.prompt.region
+        for toast in toasts:
+            assert not toast.region.overlaps(box), (toast.region, box)
+            assert toast.region.y < 30 // 2  # up top, under the header
+    assert len(FIRST_RUN_LOCAL) < 80 and "newt --local --list" in FIRST_RUN_LOCAL
+
+
 async def test_cancelled_send_is_never_blocked(monkeypatch: Any) -> None:
     """A send raised before any event still frees the prompt."""
     session = FakeSession()
