@@ -28,7 +28,7 @@ def format_listing(conversations: Sequence[Conversation]) -> str:
         )
         for c in conversations
     ]
-    header = ("ID", "UPDATED", "TURNS", "TITLE")
+    header = ("ID", "UPDATED", "MESSAGES", "TITLE")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     lines = []
     for r in [header, *rows]:

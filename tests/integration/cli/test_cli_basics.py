@@ -47,7 +47,7 @@ def test_list_shows_saved_conversations(tmp_path: Path) -> None:
     result = run_newt("list", home=tmp_path)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["ID", "UPDATED", "TURNS", "TITLE"]
+    assert lines[0].split() == ["ID", "UPDATED", "MESSAGES", "TITLE"]
     assert lines[1].startswith("abc123def456")
     assert " 3  Planning the trip" in lines[1]
     assert "\x1b" not in result.stdout
