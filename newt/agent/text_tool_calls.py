@@ -2,9 +2,9 @@
 
 Small local models often answer a request that offers tools with the call
 itself as text: a fenced ```` ```json {"name": "recall_memory", "arguments":
-{...}} ``` ````, the same object bare, or Qwen's ``<tool_call>{...}</tool_call>``,
-which a server that does not parse that model's format passes through as the
-reply. Such a reply is a call, not an answer: `parse` finds it (only a reply
+{...}} ``` ````, the same object bare, or wrapped in Qwen's ``<tool_call>`` (or
+``<tools>``) tags, which a server that does not parse that model's format
+passes through as the reply. Such a reply is a call, not an answer: `parse` finds it (only a reply
 that starts with one or more such calls, each naming a tool that was offered
 with an object of arguments; text before a call makes it prose), and
 `ToolTextGate` holds back the start of a streamed reply for as long as it
@@ -22,7 +22,9 @@ from typing import Any
 
 from newt.backend.types import ToolCall
 
-OPEN_TAG, CLOSE_TAG = "<tool_call>", "</tool_call>"
+# Qwen's own call tag, and the tag its template lists the tools in, which
+# Qwen2.5-Coder-1.5B was seen to wrap its calls in as well
+WRAPPERS = (("<tool_call>", "</tool_call>"), ("<tools>", "</tools>"))
 ECHO_OPEN, ECHO_CLOSE = "<tool_response>", "</tool_response>"
 FENCE = "```"
 FENCE_INFO = ("", "json", "tool_call", "tool_code")
@@ -86,9 +88,10 @@ def _block(text: str) -> tuple[str, int] | None:
             return None
         close = text.find(FENCE, newline)
         return (text[newline:close], close + len(FENCE)) if close >= 0 else None
-    if text.startswith(OPEN_TAG):
-        close = text.find(CLOSE_TAG)
-        return (text[len(OPEN_TAG) : close], close + len(CLOSE_TAG)) if close >= 0 else None
+    for open_tag, close_tag in WRAPPERS:
+        if text.startswith(open_tag):
+            close = text.find(close_tag)
+            return (text[len(open_tag) : close], close + len(close_tag)) if close >= 0 else None
     if text.startswith(("{", "[")):
         try:
             _, end = _DECODER.raw_decode(text)
@@ -115,7 +118,7 @@ def parse(text: str, tools: set[str]) -> TextCalls | None:
     return TextCalls(calls, rest) if calls else None
 
 
-_PREFIXES = (FENCE, OPEN_TAG, "{", "[")
+_PREFIXES = (FENCE, *(open_tag for open_tag, _ in WRAPPERS), "{", "[")
 
 
 def could_still_be_a_call(text: str, tools: set[str]) -> bool:
@@ -137,10 +140,11 @@ def could_still_be_a_call(text: str, tools: set[str]) -> bool:
         body = s[newline:].lstrip()
         if body and not body.startswith(("{", "[")):
             return False
-    if s.startswith(OPEN_TAG):
-        body = s[len(OPEN_TAG) :].lstrip()
-        if body and not body.startswith(("{", "[")):
-            return False
+    for open_tag, _ in WRAPPERS:
+        if s.startswith(open_tag):
+            body = s[len(open_tag) :].lstrip()
+            if body and not body.startswith(("{", "[")):
+                return False
     if s[0] in "{[" and not _json_start(s):
         return False
     if _block(s) is not None:  # one whole block: a call, or nothing to hold back

@@ -21,6 +21,7 @@ FORMS = {
     "fenced, no language": f"```\n{NOTE}\n```\n",
     "bare": f"  {NOTE}",
     "qwen's tag": f"<tool_call>\n{NOTE}\n</tool_call>",
+    "qwen's tools tag": f"<tools>\n{NOTE}\n</tools>\n",
     "openai's shape": (
         '{"type": "function", "function": {"name": "save_note", '
         '"arguments": "{\\"action\\": \\"add\\", \\"content\\": \\"User is allergic to nuts\\"}"}}'
