@@ -157,7 +157,7 @@ def forget(
         how = "only the sentences holding it go" if sentences else "they would be forgotten"
         if n == 1:
             how = "only the sentences holding it go" if sentences else "it would be forgotten"
-        out.write(f"{records(n)} {'holds' if n == 1 else 'hold'} {clean(matching)!r}; {how}:\n")
+        out.write(f"{records(n)} {'holds' if n == 1 else 'hold'} {clean(matching)!r}; {how}:\n\n")
         out.write(format_preview(hits, matching, sentences=sentences))
         out.flush()
         if not ask(f"Forget {'it' if n == 1 else f'these {n}'}?", yes=yes, stdin=stdin, err=err,

@@ -79,7 +79,11 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
             panel.border_title = "Conversation settings"
             panel.border_subtitle = "ctrl+s saves · esc cancels"
             preset = f" · preset {s.preset}" if s.preset else ""
-            yield Static(Content(f"Model {clean(self.model)}{clean(preset)}"), id="settings-about")
+            yield Static(
+                Content(f"Model {clean(self.model)}{clean(preset)}"),
+                id="settings-about",
+                classes="-with-window" if self.window else "",
+            )
             if self.window:
                 yield Static(Content(self.window), id="settings-window")
             yield Label("System prompt (empty: newt's own)", classes="field-label")

@@ -234,8 +234,7 @@ def test_forget_matching_previews_asks_and_leaves_no_byte(
     refused = offline("memory", "forget", "--matching", SECRET, home=home)
     assert refused.returncode == 2 and "--yes" in refused.stderr
     assert f"2 memory records hold '{SECRET}'; they would be forgotten:" in refused.stdout
-    heads = [b.splitlines()[0] for b in refused.stdout.split("\n\n")]
-    heads[0] = refused.stdout.splitlines()[1]
+    heads = [b.splitlines()[0] for b in refused.stdout.split("\n\n")[1:]]
     assert sorted(h.split()[1] for h in heads) == ["message", "reply"]
     assert f"  | My locker code is {SECRET}, please remember it." in refused.stdout  # whole
     assert "\x1b" not in refused.stdout
