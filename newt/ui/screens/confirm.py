@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
+from textual.events import Key
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
@@ -31,12 +32,21 @@ class ConfirmScreen(ModalScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(False)", "No")]
 
     def __init__(
-        self, question: str, details: Sequence[str] = (), *, typed: str | None = None
+        self,
+        question: str,
+        details: Sequence[str] = (),
+        *,
+        typed: str | None = None,
+        also: tuple[str, str] | None = None,
     ) -> None:
+        """`also`: (key, what it does), a second way to say yes; `chose_also`
+        says which yes it was."""
         super().__init__()
         self.question = question
         self.details = list(details)
         self.typed = typed
+        self.also = also
+        self.chose_also = False
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-panel") as panel:
@@ -46,7 +56,8 @@ class ConfirmScreen(ModalScreen[bool]):
                 with VerticalScroll(id="confirm-details"):
                     yield Static(Content("\n".join(clean(d) for d in self.details)))
             if self.typed is None:
-                panel.border_subtitle = "y yes · n no"
+                other = f" · {self.also[0]} {self.also[1]}" if self.also else ""
+                panel.border_subtitle = f"y yes{other} · n no"
             else:
                 panel.border_subtitle = "enter confirms · esc cancels"
                 yield Static(Content(f"Type {self.typed} and press Enter"), id="confirm-keys")
@@ -63,6 +74,12 @@ class ConfirmScreen(ModalScreen[bool]):
     def key_n(self) -> None:
         if self.typed is None:
             self.dismiss(False)
+
+    def on_key(self, event: Key) -> None:
+        if self.also is not None and self.typed is None and event.character == self.also[0]:
+            event.stop()
+            self.chose_also = True
+            self.dismiss(True)
 
     @on(Input.Submitted, "#confirm-word")
     def _word(self, event: Input.Submitted) -> None:

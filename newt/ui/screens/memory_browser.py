@@ -27,7 +27,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from newt.agent.forget_parts import holds_more
-from newt.agent.memory_admin import day
+from newt.agent.memory_admin import day, sentence_cut
 from newt.ui.errors import describe
 from newt.ui.format import one_line
 from newt.ui.screens.confirm import ConfirmScreen
@@ -217,13 +217,17 @@ class MemoryBrowserScreen(ModalScreen[None]):
         if not going:
             self._say(f"No record holds “{one_line(query, 60)}”: nothing to forget.")
             return
+        cuttable = any(sentence_cut(h, query) is not None for h in going)
         ask = ConfirmScreen(
             f"Forget {len(going)} record{'s' if len(going) != 1 else ''} holding"
             f" “{one_line(query, 60)}”? y/n",
-            preview_lines(going, query),
+            preview_lines(going, query)
+            + (["s forgets only the sentences that hold it: the rest stays"] if cuttable else []),
+            also=("s", "only the sentences") if cuttable else None,
         )
         if await self.app.push_screen_wait(ask):
-            await self._forgetting(lambda: self.session.forget_matching(query))
+            only = ask.chose_also
+            await self._forgetting(lambda: self.session.forget_matching(query, sentences=only))
 
     def action_forget_everything(self) -> None:
         self._forget_everything()

@@ -212,7 +212,9 @@ async def test_memory_view_searches_opens_and_forgets(
         await pilot.press("F")
         asked = await confirm(pilot)
         assert asked.question == f"Forget 1 record holding “{SECRET}”? y/n"
-        assert len(asked.details) == 1 and asked.details[0].startswith("reply · ")
+        assert asked.details[0].startswith("reply · ")
+        assert asked.details[0].endswith("(holds more: all of it goes)")  # "remember it."
+        assert asked.details[1].startswith("s forgets only the sentences")
         await pilot.press("y")
         await until(pilot, lambda: "1 memory record" in view.notice, "forgot matching")
         await until(pilot, lambda: not view.hits, "no hit left")
@@ -235,6 +237,35 @@ async def test_memory_view_searches_opens_and_forgets(
         assert SECRET not in last_request(fake_openai)
         assert "[forgotten]" in last_request(fake_openai)
         assert CONTROL in last_request(fake_openai)
+
+
+async def test_forget_matching_can_keep_the_rest_of_a_message(
+    home: Path,  # noqa: F811
+    fake_openai: FakeOpenAI,
+) -> None:
+    """Issue 45 in the memory view: F offers s, forgetting only the sentences
+    holding the words; the rest of the message stays, the cut marked."""
+    app = NewtApp(config(fake_openai))
+    async with app.run_test(size=(130, 44)) as pilot:
+        screen = await chat_ready(pilot)
+        await say(
+            pilot, screen, "My sister lives in Tromsø, I'm allergic to peanuts, my dog is Pixel"
+        )
+        await type_and_send(pilot, "/memory search peanuts")
+        await until(
+            pilot, lambda: isinstance(app.screen, MemoryBrowserScreen) and app.screen.hits, "hits"
+        )
+        view = app.screen
+        assert isinstance(view, MemoryBrowserScreen)
+        await pilot.press("down")
+        await pilot.press("F")
+        asked = await confirm(pilot)
+        assert "s only the sentences" in str(asked.query_one("#confirm-panel").border_subtitle)
+        await pilot.press("s")
+        await until(pilot, lambda: "kept what did not hold the words" in view.notice, "cut")
+        users = [u for (u,) in db_rows(home, "SELECT user FROM turns WHERE kind = 'turn'")]
+        assert users == ["My sister lives in Tromsø, [forgotten], my dog is Pixel"]
+        assert holds(home / "newt.db", "peanuts") == []
 
 
 async def test_forget_everything_needs_the_word_typed(
