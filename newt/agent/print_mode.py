@@ -27,6 +27,7 @@ from newt.agent.detached_summary import (
     spawn_vector_writer,
     writer_pid_file,
 )
+from newt.agent.oversize import too_large
 from newt.agent.print_thinking import ThinkingPrinter, speed
 from newt.agent.session import ChatSession, MemoryStatus, dump_report
 from newt.config import Config
@@ -69,6 +70,11 @@ async def run_print(
                 await session.apply_preset(preset, for_new=True, switch_model=False)
             if session.conversation is not None:
                 resumed = session.memory_status()
+            status = session.memory_status()
+            why = too_large(prompt, session.estimate_tokens(prompt), status, switch="--model")
+            if why is not None:  # the server would refuse it after a long wait
+                err.write(f"newt: error: not sent: {strip_terminal_escapes(why)}\n")
+                return 2
             code = await _one_turn(
                 session,
                 prompt,

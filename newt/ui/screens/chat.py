@@ -276,7 +276,7 @@ class ChatScreen(Screen[None]):
         except Exception:  # a figure missing: the session's guard still stands
             return True
         if why is not None:
-            self.feedback(why, "warning")
+            self.feedback(f"Not sent: {why} It stays in the box; ctrl+c clears it.", "warning")
         return why is None
 
     def edit_prompt(self, text: str) -> None:

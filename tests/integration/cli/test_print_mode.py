@@ -40,6 +40,26 @@ def test_print_reads_stdin(fake_openai: FakeOpenAI, _isolated_home: Path) -> Non
     )
 
 
+def test_a_message_larger_than_the_window_is_not_sent(
+    fake_openai: FakeOpenAI, _isolated_home: Path
+) -> None:
+    """Issue 45: a paste larger than the model's window is refused before
+    anything is sent or stored (the server took ~45 s to refuse it), with
+    both numbers and what can help; exit status 2 (bad input)."""
+    paste = "All work and no play makes Jack a dull boy. " * 1200
+    result = newt_cmd(*args(fake_openai, "-p", "-"), home=_isolated_home, stdin=paste)
+    assert result.returncode == 2, result.stderr
+    assert "newt: error: not sent: this message alone is about" in result.stderr
+    assert "larger than the model's window of 4,096 tokens" in result.stderr
+    assert "split it into parts" in result.stderr and "(--model)" in result.stderr
+    assert fake_openai.chat_requests == [] and result.stdout == ""
+    con = sqlite3.connect(_isolated_home / "newt.db")
+    try:
+        assert con.execute("SELECT count(*) FROM turns").fetchone() == (0,)
+    finally:
+        con.close()
+
+
 def test_json_output(fake_openai: FakeOpenAI, _isolated_home: Path) -> None:
     fake_openai.script(Reply(text="hi!", prompt_tokens=80, completion_tokens=2))
     result = newt_cmd(*args(fake_openai, "-p", "hello", "--json"), home=_isolated_home)
