@@ -258,8 +258,9 @@ def _overflow_message(prompt: int | None, window: int | None, detail: str) -> st
     else:
         what = f"The prompt is larger than the model's context window ({detail})"
     return (
-        f"{what}. newt compacts the conversation and retries; if it keeps happening, "
-        "lower [memory] context_tokens."
+        f"{what}. newt folded older turns and tried again. If your message alone is"
+        " this large, split it or use a model with a larger window; if short messages"
+        " hit it too, lower [memory] context_tokens to what the server really holds."
     )
 
 
