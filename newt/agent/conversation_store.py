@@ -18,6 +18,9 @@ from newt.store import Conversation, Database, Store
 from newt.store.db import fetch_all
 
 MEMORY = ":memory:"
+FIRST_MEMORY_TURN = 1 << 50
+"""Turns made in memory are numbered from here, so their keys (t<turn>) never
+name a turn of the database: recall excludes the keys the working set holds."""
 _COPIED = ("conversations", "turns", "conversation_settings")
 
 
@@ -38,6 +41,9 @@ class ConversationStore(Store):
         if self._memory is None:
             db = await Database.open(MEMORY)
             await db.conn.execute("PRAGMA temp_store = MEMORY")  # no temporary file either
+            await db.conn.execute(
+                "INSERT INTO sqlite_sequence(name, seq) VALUES ('turns', ?)", (FIRST_MEMORY_TURN,)
+            )
             self._memory = Store(db)
         self._bind(self._memory)
 
@@ -65,6 +71,10 @@ class ConversationStore(Store):
         await self.use_memory()
         assert self._memory is not None
         memory = self._memory.db
+        # An in-memory conversation left for another cannot be gone back to (no
+        # list shows it): it goes now, and its rows cannot clash with the copy's.
+        async with memory.transaction() as conn:
+            await conn.execute("DELETE FROM conversations")
         await memory.conn.execute("PRAGMA foreign_keys = OFF")  # copies point at other rows
         async with memory.transaction() as dest:
             for table in _COPIED:

@@ -225,6 +225,35 @@ async def test_an_incognito_conversation_is_never_indexed_or_embedded(
         await s.close()
 
 
+async def test_incognito_again_after_leaving_an_unsaved_conversation(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """An incognito conversation (in memory), then a saved one resumed and made
+    incognito too: the copy does not clash with the first one's rows, and
+    turns made in memory never share a number (a recall key) with the database's."""
+    chat = await open_chat(fake_openai)
+    s = chat.session
+    try:
+        await chat.say(f"Remember {CONTROL}.")
+        saved = s.conversation
+        assert saved is not None
+        await s.set_incognito(True)  # it goes to memory; nothing of it stays on disk
+        await s.new_conversation()
+        await chat.say(f"Between us: {SECRET}.")
+        unsaved = await s.history()
+        assert unsaved and all(t.id >= 1 << 50 for t in unsaved)
+        await s.set_incognito(False)  # leaves the unsaved one for a fresh, saved one
+        await chat.say("a saved message")
+        again = s.conversation
+        assert again is not None and again.id != saved.id
+        await s.set_incognito(True)  # copies it to memory: no clash with earlier rows
+        await chat.say("and one more")
+        assert [t.user for t in await s.history()][-2:] == ["a saved message", "and one more"]
+        assert await s.store.conversations.get(again.id) is None
+    finally:
+        await s.close()
+
+
 async def test_turning_incognito_on_later_removes_what_was_indexed(
     fake_openai: FakeOpenAI,
 ) -> None:
