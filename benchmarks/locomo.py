@@ -541,10 +541,18 @@ async def run_window(
                 for text in PROBES:
                     probe = Question(text, "", [], 0)
                     asking = ask_cli if args.cli else ask
-                    probes.append(
-                        await asking(
-                            dialogue, home / "newt.db", tmp / "q", window, fake, probe, args
-                        )
+                    asked = await asking(
+                        dialogue, home / "newt.db", tmp / "q", window, fake, probe, args
+                    )
+                    probes.append(asked)
+                    rows.append(
+                        {
+                            "conversation": dialogue.name,
+                            "window": window,
+                            "probe": text,
+                            "capsules": asked.capsules,
+                            "evidence_tokens": asked.evidence_tokens,
+                        }
                     )
     stats = Window(
         int(statistics.median(budgets)) if budgets else 0,

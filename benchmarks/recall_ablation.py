@@ -45,7 +45,6 @@ VARIANTS: dict[str, tuple[list[str], list[str]]] = {
     ),
     "pairs (both halves of a turn)": ([], ["pair_share=0"]),
     "neighbours of the best hits": ([], ["neighbour_hits=0"]),
-    "newer statement from the store": ([], ["newer_hits=0"]),
     "newer links among candidates": ([], ["newer_links=false"]),
     "sittings": ([], ["sitting_share=0"]),
 }

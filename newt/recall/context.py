@@ -3,10 +3,10 @@
 The best `neighbour_hits` hits bring the messages next to them (the other
 half of the turn, the reply before a user's message or the message after a
 reply), at `neighbour_share` of the hit's score: what was said around a fact
-often names it. Every candidate is linked to its newer statement (newer.py),
-and the best `newer_hits` also look for it in the store, brought at
-`newer_share`. The rows read are kept in a `Read`, filled ahead while the
-query is embedded, so the stage finds most of what it needs there.
+often names it. Every candidate is linked to its newer statement among the
+candidates (newer.py), and the messages around a hit carry the hit's link.
+The rows read are kept in a `Read`, filled ahead while the query is
+embedded, so the stage finds most of what it needs there.
 """
 
 from __future__ import annotations
@@ -25,14 +25,13 @@ from newt.store.records import RecordRepo, row_to_record
 @dataclass
 class Read:
     """What one recall has read so far: rows by id (`asked`: every id looked
-    up, a row missing from `rows` was left out), each hit's neighbours and
-    newer statement by hit id. Read ahead while the query is embedded, so
-    the rest of the recall finds most of it here."""
+    up, a row missing from `rows` was left out) and each hit's neighbours by
+    hit id. Read ahead while the query is embedded, so the rest of the
+    recall finds most of it here."""
 
     asked: set[int] = field(default_factory=set)
     rows: dict[int, Any] = field(default_factory=dict)
     neighbours: dict[int, list[MemoryRecord]] = field(default_factory=dict)
-    newer: dict[int, MemoryRecord | None] = field(default_factory=dict)
 
 
 class Context:
@@ -76,8 +75,6 @@ class Context:
         """What `load` and `around` would read for `ranked` alone, into `read`."""
         hits = await self.load(ranked, read)
         await self.read_neighbours(hits[: self.tuning.neighbour_hits], read)
-        for hit in hits[: self.tuning.newer_hits]:
-            await self.newer(hit, terms, excluded, read)
 
     async def around(
         self, hits: list[MemoryRecord], terms: list[str], excluded: set[int], read: Read
@@ -100,7 +97,7 @@ class Context:
         # A record's newer statement goes wherever the record goes, and so
         # does wherever its neighbours go: what was said around an old value
         # is old too. Every candidate is linked to the newest later candidate
-        # sharing a query word with it; the best hits also look in the store.
+        # sharing a query word with it.
         held = held_terms(hits, terms)
         linking = set(await self.newer_statements.linking_terms(held, terms))
         later = (
@@ -108,14 +105,8 @@ class Context:
             if t.newer_links
             else {}
         )
-        for n, hit in enumerate(hits):
+        for hit in hits:
             newer = later.get(hit.id)
-            if n < t.newer_hits:
-                stored = await self.newer(hit, terms, excluded, read)
-                if stored is not None and (newer is None or stored.said_at > newer.said_at):
-                    newer = stored
-                if newer is not None:
-                    offer(newer, hit.score * t.newer_share)
             if newer is not None:
                 found[hit.id] = replace(found[hit.id], newer_key=newer.key)
         await self.read_neighbours(hits[: t.neighbour_hits], read)
@@ -134,10 +125,3 @@ class Context:
         if missing:
             for hit, near in zip(missing, await self._records.neighbours_of(missing), strict=True):
                 read.neighbours[hit.id] = near
-
-    async def newer(
-        self, hit: MemoryRecord, terms: list[str], excluded: set[int], read: Read
-    ) -> MemoryRecord | None:
-        if hit.id not in read.newer:
-            read.newer[hit.id] = await self.newer_statements.of(hit, terms, excluded)
-        return read.newer[hit.id]

@@ -172,7 +172,7 @@ class RecallEngine:
         self.tuning = tuning or RecallTuning()
         # max_scored is exposed so tests can drive the large-store plans with a few records.
         self.words = WordRanking(self.db, max_scored)
-        self.newer_statements = NewerStatements(self.db, self.words)
+        self.newer_statements = NewerStatements(self.db)
         self.context = Context(self.db, self.newer_statements, lambda: self.tuning)
         self._records = RecordRepo(self.db)
 

@@ -37,12 +37,9 @@ class RecallTuning:
     # goes wherever it goes (newer.later_statements; off only to measure it).
     newer_links: bool = True
     # context: the best neighbour_hits hits bring the messages next to them at
-    # neighbour_share of their score; the best newer_hits bring the store's
-    # newest later statement at newer_share.
+    # neighbour_share of their score.
     neighbour_hits: int = 8
     neighbour_share: float = 0.9
-    newer_hits: int = 3
-    newer_share: float = 0.5
     # sittings: a message said in a sitting where other things matched scores
     # (1 + sitting_share x the sitting's worth / the best's) times as high.
     sitting_share: float = 2.0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from newt.store import Store
 
 T = RecallTuning()
 MIN_POOL, POOL_FACTOR = T.min_pool, T.pool_factor
-NEIGHBOUR_SHARE, NEWER_SHARE = T.neighbour_share, T.newer_share
+NEIGHBOUR_SHARE = T.neighbour_share
 
 FILLER = (
     "We went over the quarterly plan again this morning. Nothing surprising came up. "
@@ -395,70 +394,12 @@ async def test_excluded_neighbours_stay_out(store: Store) -> None:
     assert [m.key for m in response.memories] == [f"t{hit}"]
 
 
-async def test_a_hit_brings_the_newest_later_statement_of_its_rarest_word(store: Store) -> None:
-    # More short records match both words than the pool holds, so the long
-    # later statements that hold only "locker" (the rarer word) are not
-    # candidates. The best hit still brings the newest of them, just below it.
-    for i in range(MIN_POOL + 2):
-        # each a word longer than the last, so bm25 tells them apart
-        text = f"Locker code {i}." + " More." * i
-        await store.records.add(f"n{i}", "note", text, created_at=START + i)
-    for i in range(10):  # "code" is the commoner word
-        await store.records.add(f"d{i}", "note", f"The code of door {i}.", created_at=START + i)
-    await store.records.add(
-        "older", "note", "The locker is small, " + FILLER, created_at=START + DAY
-    )
-    await store.records.add(
-        "newest",
-        "note",
-        "Since the move the locker in the east wing opens with 9941, " + FILLER,
-        created_at=START + 9 * DAY,
-    )
-    engine = RecallEngine(store)
-    engine.tuning = replace(
-        engine.tuning, newer_share=0.99
-    )  # just below its hit, so a short recall shows it
-    first, second, third = (await engine.recall(RecallRequest("locker code", limit=3))).memories
-    assert second.key == "newest"  # the newest, not "older"
-    assert second.score == pytest.approx(first.score * 0.99)
-    assert first.key.startswith("n") and third.key.startswith("n")
-    engine.tuning = replace(
-        engine.tuning, newer_share=NEWER_SHARE
-    )  # the default: below the hits as good as its own,
-    found = (await engine.recall(RecallRequest("locker code", limit=3))).memories
-    # but it comes with its hit even when it ranks below the cut
-    assert [m.key for m in found][-1] == "newest"
-    assert found[0].newer_key == "newest"
-    engine.tuning = replace(
-        engine.tuning, newer_hits=0
-    )  # without it, the store is not searched: no link to it
-    found = (await engine.recall(RecallRequest("locker code", limit=3))).memories
-    assert "newest" not in {m.key for m in found}
-
-
 async def test_an_excluded_later_statement_is_not_brought(store: Store) -> None:
     await store.records.add("n1", "note", "The locker code is 4417.", created_at=START)
     await store.records.add("n2", "note", "New locker: 9941.", created_at=START + DAY)
     engine = RecallEngine(store)
     response = await engine.recall(RecallRequest("locker code"), exclude_keys={"n2"})
     assert [m.key for m in response.memories] == ["n1"]
-
-
-async def test_a_later_statement_offered_twice_keeps_the_better_score(store: Store) -> None:
-    await store.records.add("n1", "note", "The locker code is 4417.", created_at=START)
-    await store.records.add("n2", "note", "The locker is small, " + FILLER, created_at=START + DAY)
-    await store.records.add(
-        "n3",
-        "note",
-        "Since the move the locker in the east wing opens with 9941, " + FILLER,
-        created_at=START + 9 * DAY,
-    )
-    for n, other in enumerate(("tea", "rain", "a bike", "the park", "music")):
-        await store.records.add(f"n{10 + n}", "note", f"I like {other}.", created_at=START)
-    response = await RecallEngine(store).recall(RecallRequest("locker code"))
-    got = {m.key: m.score for m in response.memories}
-    # n1 and n2 (both older, both holding "locker") offer n3; n1's offer is the better
-    assert got["n3"] == pytest.approx(got["n1"] * NEWER_SHARE)
 
 
 async def test_said_since_is_the_oldest_message_of_the_keys(store: Store) -> None:

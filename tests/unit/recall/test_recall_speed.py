@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from newt.recall import RecallEngine, RecallRequest, RecallResponse, vectors
-from newt.recall import newer as newer_module
 from newt.recall.eight_bit import rounded
 from newt.recall.vectors import VectorIndex
 from newt.store import Store
@@ -161,45 +160,6 @@ async def test_reading_ahead_while_the_query_is_embedded_changes_nothing(store: 
                 m.access_count + 1 for m in ahead.memories
             ]
     assert calls == [1, 0] * 6
-
-
-async def test_a_common_words_newer_statement_is_the_same_through_the_window(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Far more than RARE_DF records hold "harbor", said in an order unlike
-    their ids, some at the same moment: the window walk and the plain sort
-    find the same record for every hit, whatever the window's size."""
-    rng = random.Random(11)
-    times = [1000.0 + rng.randrange(120) for _ in range(400)]  # ties, not in id order
-    async with store.db.transaction() as conn:
-        await conn.executemany(
-            "INSERT INTO memory_records(key, source, content, created_at, said_at)"
-            " VALUES (?, 'note', ?, 0, ?)",
-            [
-                (f"n{i}", ("harbor " if i % 3 else "pier ") + f"note {i}", at)
-                for i, at in enumerate(times)
-            ],
-        )
-    engine = RecallEngine(store)
-    hits = [r for r in [await store.records.get(f"n{i}") for i in range(0, 400, 7)] if r]
-    excluded = {h.id for h in hits[::5]}
-
-    async def newer_of(hit: Any) -> Any:
-        found = await engine.newer_statements.of(hit, ["harbor"], excluded)
-        return found and found.key
-
-    plain_window = engine.newer_statements.newest_in_window
-
-    async def never(params: Any) -> None:
-        return None
-
-    monkeypatch.setattr(engine.newer_statements, "newest_in_window", never)
-    plain = [await newer_of(hit) for hit in hits]
-    assert sum(key is not None for key in plain) > 20
-    monkeypatch.setattr(engine.newer_statements, "newest_in_window", plain_window)
-    for window in (1, 3, 10, 50, 2048):
-        monkeypatch.setattr(newer_module, "NEWER_WINDOW", window)
-        assert [await newer_of(hit) for hit in hits] == plain, window
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
