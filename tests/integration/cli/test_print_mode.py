@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from newt.store import Store
 from tests.agent_helpers import MODEL, newt_cmd
 from tests.fake_openai import ErrorReply, FakeOpenAI, Reply
 from tests.paths import FAKE_SERVER
@@ -400,3 +402,34 @@ def test_a_compacting_turn_returns_before_its_summary_is_written(
     while time.monotonic() < deadline and "the summary of the early" not in records()[-1]:
         time.sleep(0.2)
     assert "the summary of the early questions" in records()[-1]
+
+
+def test_json_retained_evidence_never_exceeds_its_budget(
+    fake_openai: FakeOpenAI, _isolated_home: Path
+) -> None:
+    # many short related messages fill the block to its budget: what it
+    # reports is the block as sent, counted as the request is counted
+    (_isolated_home / "config.toml").write_text(
+        '[memory]\ncontext_tokens = 2048\n\n[recall]\nembeddings = "off"\n'
+    )
+
+    async def seed() -> None:
+        async with await Store.open(_isolated_home / "newt.db") as store:
+            for c in range(4):
+                conv = await store.conversations.create()
+                for i in range(30):
+                    turn = await store.turns.add_pending(
+                        conv.id, f"Harbor locker {c}-{i} opens with code {4000 + i}."
+                    )
+                    await store.turns.complete(turn, f"Noted: harbor locker {c}-{i}.")
+
+    asyncio.run(seed())
+    fake_openai.script(Reply(text="ok"))
+    result = newt_cmd(
+        *args(fake_openai, "-p", "Which code opens the harbor locker?", "--json"),
+        home=_isolated_home,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)["retained_evidence"]
+    assert len(report["capsules"]) > 10
+    assert report["budget_tokens"] * 0.8 < report["retained_tokens"] <= report["budget_tokens"]
