@@ -69,8 +69,8 @@ MAX_FETCH_WORDS = 12
 
 @dataclass
 class RecallRequest:
-    """One recall. `limit`: records returned without a budget (a search);
-    with `retained_token_budget`, every related candidate is offered to the
+    """One recall. `limit`: the most records returned (a record only with its
+    newer statement); with `retained_token_budget`, they are offered to the
     packing and what fits is returned. `packing`: how the block will read
     (the request's token count, whether fetch_record is offered, ...)."""
 
@@ -184,8 +184,8 @@ class RecallEngine:
         now: float | None = None,
         count_hits: bool = True,
     ) -> RecallResponse:
-        """The records related to the query, best first: `request.limit` of
-        them, or with a budget, those the block packs.
+        """The records related to the query, best first: at most
+        `request.limit` of them, and with a budget, those the block packs.
 
         Each returned record's access_count is incremented, and the record is
         reported with the count *after* this hit (so it includes this recall).
@@ -197,6 +197,7 @@ class RecallEngine:
         """
         budget = request.retained_token_budget
         records, terms = await self._search(request.query, request.limit, exclude_keys)
+        records = within_limit(records, request.limit)
         report, block = None, ""
         if budget is not None:
             at = self.db.clock() if now is None else now
@@ -212,8 +213,6 @@ class RecallEngine:
             )
             packed = {c.retrieval_key for c in report.capsules}
             records = [r for r in records if r.key in packed]
-        else:
-            records = within_limit(records, request.limit)
         if count_hits:
             records = await self._count_hits(records)
         return RecallResponse(records, report, terms, block)

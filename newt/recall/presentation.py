@@ -51,6 +51,8 @@ NEWER_ABOVE = "; the messages above are newer than all of these"
 # Said once, when a line is cut short and the model can fetch it whole.
 CUT_NOTE = " (a line ending in … is cut short: fetch_record with its first words gives it whole)"
 CUT_MARK = "…"
+# The shortest excerpt worth a line: the packing stops below it.
+MIN_EXCERPT_CHARS = 16
 
 # Who said it, in a word: every token of the block is one less for evidence.
 _WHO = {"user": "user", "assistant": "you", "tool": "tool"}
@@ -211,7 +213,15 @@ def pack_block(
     budget = max(budget_tokens, 0)
     count = packing.count
     terms = frozenset(query_terms(query)) if query else frozenset()
-    made = {c.id: _capsule(c, excerpt_tokens, terms, count) for c in candidates}
+    made: dict[str, EvidenceCapsule | None] = {}
+
+    def capsule_of(candidate: RetentionCandidate) -> EvidenceCapsule | None:
+        # built when first considered: most candidates never are once the
+        # budget is full
+        if candidate.id not in made:
+            made[candidate.id] = _capsule(candidate, excerpt_tokens, terms, count)
+        return made[candidate.id]
+
     order = sorted(
         range(len(candidates)),
         key=lambda i: (
@@ -220,21 +230,27 @@ def pack_block(
             i,
         ),
     )
-    offered = {c.id: c for c in candidates if made[c.id] is not None}
+    offered = {c.id: c for c in candidates}
     longest = max((FROM_HERE, FROM_OTHERS, FROM_BOTH), key=len)
     used = count(_header(now, longest, True, packing.fetchable) + "\n\n")
+    # no line is cheaper than this: below it, packing is over
+    least = count("- you: " + "x" * MIN_EXCERPT_CHARS + "\n")
     days: set[str] = set()
     kept: list[EvidenceCapsule] = []
     taken: set[str] = set()
     for i in order:
+        if budget - used < least:
+            break
         first = candidates[i]
-        if first.id in taken or first.id not in offered:
+        if first.id in taken:
             continue
         group = chain(first, lambda c: offered.get(c.newer), lambda c: c.id in taken)
-        capsules = [made[c.id] for c in group]
+        built = [capsule_of(c) for c in group]
+        if built[0] is None:
+            continue  # nothing to show of it
+        capsules = [c for c in built if c is not None]
         cost, group_days = 0, set(days)
         for capsule in capsules:
-            assert capsule is not None
             cost += capsule.tokens
             said_on = when(capsule.said_at, now)
             if said_on not in group_days:
@@ -244,7 +260,7 @@ def pack_block(
             continue
         used += cost
         days = group_days
-        kept += [c for c in capsules if c is not None]
+        kept += capsules
         taken.update(c.id for c in group)
     report = RetentionReport(budget, 0, kept, len(candidates), len(candidates) - len(kept))
     text = evidence_block(report, Packing(count, packing.fetchable, now, packing.history_since,

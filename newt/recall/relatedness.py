@@ -44,20 +44,25 @@ def word_weights(records: int, doc_freqs: Sequence[tuple[str, int]]) -> dict[str
     return weights
 
 
-def coverage(content: str, weights: dict[str, float]) -> float:
+def coverage(
+    content: str, weights: dict[str, float], stems: dict[str, frozenset[str]] | None = None
+) -> float:
     """The share of the message's word weight that `content` holds (0..1),
     words compared as the index compares them (folded and stemmed: "coding"
-    holds "code", "Crème" holds "creme")."""
+    holds "code", "Crème" holds "creme"). `stems`: `term_stems(weights)`,
+    when many records are measured against one message."""
     total = sum(weights.values())
     if total <= 0:
         return 0.0
+    stems = stems if stems is not None else term_stems(weights)
     held = set(stem_list(WORD.findall(content)))
-    return sum(w for term, w in weights.items() if _stems_of(term) <= held) / total
+    return sum(w for term, w in weights.items() if stems[term] <= held) / total
 
 
-def _stems_of(term: str) -> set[str]:
-    # a term the tokenizer splits is a phrase: every part must be held
-    return set(stem_list([term])[0].split())
+def term_stems(weights: dict[str, float]) -> dict[str, frozenset[str]]:
+    """Each word's index token(s): a word the tokenizer splits is a phrase,
+    every part of which must be held."""
+    return {t: frozenset(s.split()) for t, s in zip(weights, stem_list(list(weights)), strict=True)}
 
 
 def related(
@@ -70,7 +75,8 @@ def related(
     when the message is related to nothing memory holds. `cosines`: the
     meaning path's cosine by record id (absent: not among the nearest, or no
     meaning path); `weights`: `word_weights` of the message's words."""
-    cover = {r.id: coverage(r.content, weights) for r in records}
+    stems = term_stems(weights)
+    cover = {r.id: coverage(r.content, weights, stems) for r in records}
     best_cosine = max((cosines.get(r.id, -1.0) for r in records), default=-1.0)
     best_cover = max(cover.values(), default=0.0)
     if best_cosine < tuning.gate_cosine and best_cover < tuning.gate_coverage:
