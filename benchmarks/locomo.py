@@ -254,10 +254,7 @@ async def ask(
 ) -> Asked:
     """The request newt sent for `question`, the seconds it took, and the
     evidence newt packed for it (its budget is what the bm25 line gets)."""
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    shutil.copyfile(snapshot, work / "newt.db")
+    fresh_copy(snapshot, work)
     config = make_config(work, fake.base_url, window, args.set)
     scripted = Scripted()
     scripted.expect, scripted.reply = question.text, "ok"
@@ -369,10 +366,7 @@ async def ask_cli(
     args: argparse.Namespace,
 ) -> Asked:
     """`ask`, through a `newt -c -p --json` process on a copy of the database."""
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
-    shutil.copyfile(snapshot, work / "newt.db")
+    fresh_copy(snapshot, work)
     cli_config(work, window, args.set)
     responder = ByText(dialogue)
     responder.question = question.text
@@ -391,6 +385,15 @@ async def ask_cli(
         len(report.get("capsules", [])),
         int(report.get("retained_tokens", 0)),
     )
+
+
+def fresh_copy(snapshot: Path, work: Path) -> None:
+    """`work` emptied, holding a copy of the played database (a question
+    must not see the last one's turn)."""
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    shutil.copyfile(snapshot, work / "newt.db")
 
 
 # ------------------------------------------------------------- baselines

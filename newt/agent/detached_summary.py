@@ -104,7 +104,12 @@ def spawn_summary_writer(config: Config, conversation_id: str) -> None:
     summary under the conversation's writer lock; if another newt wrote to the
     conversation meanwhile it reloads from the log and applies the summary when
     the folded turns it covers are still the ones owed."""
-    argv = [sys.executable, "-m", "newt", "--finish-summary", conversation_id]
+    _spawn(config, "--finish-summary", conversation_id)
+
+
+def _spawn(config: Config, *flags: str) -> None:
+    """`newt FLAGS` detached, with this run's backend and config file."""
+    argv = [sys.executable, "-m", "newt", *flags]
     argv += ["--base-url", config.backend.base_url, "--model", config.backend.model]
     if config.path is not None and config.path.exists():
         argv += ["--config", str(config.path)]
@@ -137,18 +142,7 @@ def spawn_vector_writer(config: Config) -> None:
     this database: it embeds the records still without a vector, then exits."""
     if config.db_path is None or _vector_writer_alive(vector_pid_file(config.db_path)):
         return
-    argv = [sys.executable, "-m", "newt", VECTORS_FLAG]
-    argv += ["--base-url", config.backend.base_url, "--model", config.backend.model]
-    if config.path is not None and config.path.exists():
-        argv += ["--config", str(config.path)]
-    with contextlib.suppress(OSError):
-        subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    _spawn(config, VECTORS_FLAG)
 
 
 async def catch_up_vectors(config: Config, timeout: float = VECTOR_WRITER_S) -> int:

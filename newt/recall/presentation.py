@@ -25,10 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from newt.recall.excerpt import select_excerpt
 from newt.recall.fts_query import query_terms
 from newt.recall.retention import (
-    CHARS_PER_TOKEN,
     DEFAULT_EXCERPT_TOKENS,
     EvidenceCapsule,
     RetentionCandidate,
@@ -36,6 +34,7 @@ from newt.recall.retention import (
     chain,
     est_tokens,
     recoverability,
+    to_capsule,
 )
 
 EVIDENCE_HEADER = (
@@ -168,24 +167,9 @@ def _capsule(
     terms: frozenset[str],
     count: Callable[[str], int],
 ) -> EvidenceCapsule | None:
-    excerpt = select_excerpt(candidate.content, max(excerpt_tokens, 0) * CHARS_PER_TOKEN, terms)
-    if not excerpt.strip():
-        return None
-    capsule = EvidenceCapsule(
-        candidate.id,
-        candidate.id,
-        excerpt,
-        0,
-        recoverability(candidate.age_hours, candidate.access_count),
-        candidate.retrieval_score,
-        candidate.role,
-        candidate.said_at,
-        candidate.kind,
-        excerpt == candidate.content,
-        candidate.newer,
-        candidate.conversation_id,
-    )
-    capsule.tokens = count(_line(capsule) + "\n")
+    capsule = to_capsule(candidate, excerpt_tokens, terms)
+    if capsule is not None:
+        capsule.tokens = count(_line(capsule) + "\n")  # its line, as the request counts it
     return capsule
 
 

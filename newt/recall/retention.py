@@ -137,6 +137,32 @@ def _score(value: float) -> float:
     return -math.inf if math.isnan(value) else value
 
 
+def to_capsule(
+    candidate: RetentionCandidate, excerpt_tokens: int, terms: frozenset[str]
+) -> EvidenceCapsule | None:
+    """The candidate's capsule: whole when it fits `excerpt_tokens`, else its
+    stretch that best matches `terms`; None when nothing is left to show.
+    `tokens` counts the excerpt alone (each packer adds what its line costs)."""
+    cap = max(excerpt_tokens, 0) * CHARS_PER_TOKEN
+    excerpt = select_excerpt(candidate.content, cap, terms)
+    if not excerpt.strip():
+        return None
+    return EvidenceCapsule(
+        candidate.id,
+        candidate.id,
+        excerpt,
+        est_tokens(excerpt),
+        recoverability(candidate.age_hours, candidate.access_count),
+        _score(candidate.retrieval_score),
+        candidate.role,
+        candidate.said_at,
+        candidate.kind,
+        excerpt == candidate.content,
+        candidate.newer,
+        candidate.conversation_id,
+    )
+
+
 def retain_within_budget(
     candidates: Sequence[RetentionCandidate],
     budget_tokens: int,
@@ -164,25 +190,10 @@ def retain_within_budget(
     offered = {c.id: c for c in order}
 
     def capsule(candidate: RetentionCandidate) -> EvidenceCapsule | None:
-        key = candidate.id
-        key_tokens = est_tokens(key) + max(line_tokens, 0)
-        excerpt = select_excerpt(candidate.content, excerpt_cap * CHARS_PER_TOKEN, terms)
-        if not excerpt.strip():
-            return None
-        return EvidenceCapsule(
-            key,
-            key,
-            excerpt,
-            est_tokens(excerpt) + key_tokens,
-            recoverability(candidate.age_hours, candidate.access_count),
-            _score(candidate.retrieval_score),
-            candidate.role,
-            candidate.said_at,
-            candidate.kind,
-            excerpt == candidate.content,
-            candidate.newer,
-            candidate.conversation_id,
-        )
+        made = to_capsule(candidate, excerpt_cap, terms)
+        if made is not None:
+            made.tokens += est_tokens(candidate.id) + max(line_tokens, 0)
+        return made
 
     remaining = budget
     capsules: list[EvidenceCapsule] = []
