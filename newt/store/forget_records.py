@@ -187,9 +187,7 @@ async def _title_from_what_remains(conn: aiosqlite.Connection, conv_id: str) -> 
     return FORGOTTEN_TITLE
 
 
-async def cut_record(
-    db: Database, key: str, new: str, parts: Sequence[str]
-) -> Forgotten:
+async def cut_record(db: Database, key: str, new: str, parts: Sequence[str]) -> Forgotten:
     """Forget only `parts` of a message or reply (t<turn> or r<turn>): its text
     becomes `new` (the rest of it, each cut marked) in its record, its turn and
     every fork's copy; the parts leave the reply's reasoning and tool events
