@@ -11,7 +11,7 @@ and its stages in the order they run (docs/design.md section 7):
 5. floor     only records related to the message (relatedness.py)
 6. pairs     a turn whose two halves both matched (fusion.with_pairs)
 7. context   the messages next to the best hits, and every candidate linked
-             to its newer statement (newer.py)
+             to its newer statement (context.py, newer.py)
 8. sittings  the lift of being said among other matches (sittings.py)
 9. pack      (with a budget) the block as the request will carry it, best
              first, a statement only with its newer one (presentation.pack_block)
