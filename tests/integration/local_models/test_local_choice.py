@@ -93,7 +93,9 @@ async def test_first_run_local_choice_is_saved_and_used_by_every_later_newt(
 
     # newt -c (the TUI), started as cli.main starts it: straight into the chat
     config = load_config()
-    args = SimpleNamespace(local=None, command=None, finish_summary=None, base_url=None)
+    args = SimpleNamespace(
+        local=None, command=None, finish_summary=None, catch_up_vectors=False, base_url=None
+    )
     assert _local_model(args, config) == ""  # type: ignore[arg-type]
     with ExitStack() as stack:
         _start_local(stack, config, "", explicit_model=None)
@@ -113,7 +115,10 @@ def test_a_named_server_wins_over_the_saved_local_choice(
     config = load_config()
 
     def choice(**given: object) -> str | None:
-        args = {"local": None, "command": None, "finish_summary": None, "base_url": None, **given}
+        args = {
+            "local": None, "command": None, "finish_summary": None,
+            "catch_up_vectors": False, "base_url": None, **given,
+        }  # fmt: skip
         return _local_model(SimpleNamespace(**args), config)  # type: ignore[arg-type]
 
     assert choice() == ""  # the chat and -p start the local model

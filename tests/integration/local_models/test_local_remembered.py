@@ -125,7 +125,10 @@ def test_a_named_server_still_wins_over_the_remembered_model(
     config = load_config()
 
     def choice(**given: object) -> str | None:
-        args = {"local": None, "command": None, "finish_summary": None, "base_url": None, **given}
+        args = {
+            "local": None, "command": None, "finish_summary": None,
+            "catch_up_vectors": False, "base_url": None, **given,
+        }  # fmt: skip
         return _local_model(SimpleNamespace(**args), config)  # type: ignore[arg-type]
 
     assert choice() == "qwen3-4b" and choice(local="") == "qwen3-4b"
@@ -169,7 +172,9 @@ async def test_a_model_found_here_chosen_on_the_first_run_is_remembered(
 
     config = load_config()
     assert config.backend.local and config.backend.local_model == str(found)
-    args = SimpleNamespace(local=None, command=None, finish_summary=None, base_url=None)
+    args = SimpleNamespace(
+        local=None, command=None, finish_summary=None, catch_up_vectors=False, base_url=None
+    )
     assert _local_model(args, config) == str(found)  # type: ignore[arg-type]
 
 
