@@ -90,6 +90,11 @@ class Reply:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str | None = None  # None: "tool_calls" if tool_calls else "stop"
     first_byte_delay_s: float = 0.0
+    # the time the server reads the prompt before its first token (a slow CPU), in
+    # progress_steps steps: with the request's return_progress each step sends
+    # llama-server's prompt_progress chunk; without, it is silence
+    prompt_read_s: float = 0.0
+    progress_steps: int = 4
     disconnect_after_chunks: int | None = None
     malformed_at_chunk: int | None = None
     # at this content chunk send data: {"error": error} instead (llama-server style)
@@ -463,6 +468,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        if not self._read_prompt(reply, text, request):
+            return
         sent_content = 0
         for kind, payload in _stream_events(reply, text, request, self.fake.model):
             limit = reply.disconnect_after_chunks
@@ -482,6 +489,36 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
         self._write_chunk(b"")  # the zero-length chunk ends the body cleanly
+
+    def _read_prompt(self, reply: Reply, text: str, request: dict[str, Any]) -> bool:
+        """Take `prompt_read_s` as llama-server reads a prompt, reporting progress when
+        asked; False when the client hung up meanwhile (noted as a disconnect)."""
+        if reply.prompt_read_s <= 0:
+            return True
+        usage = _usage(reply, text, request)
+        total, cache = usage["prompt_tokens"], reply.cached_tokens or 0
+        steps = max(1, reply.progress_steps)
+        started = time.monotonic()
+        for step in range(1, steps + 1):
+            if not self.fake._pause(reply.prompt_read_s / steps):
+                return False
+            sent = True
+            if request.get("return_progress"):
+                progress = {
+                    "total": total,
+                    "cache": cache,
+                    "processed": cache + (total - cache) * step // steps,
+                    "time_ms": (time.monotonic() - started) * 1000,
+                }
+                delta = {"role": "assistant", "content": None}
+                choices = [{"index": 0, "delta": delta}]
+                payload = _chunk(self.fake.model, choices, prompt_progress=progress)
+                sent = self._write_chunk(f"data: {payload}\n\n".encode())
+            if self._client_gone() or not sent:
+                self.fake._note_disconnect()
+                self.close_connection = True
+                return False
+        return True
 
     def _write_chunk(self, data: bytes) -> bool:
         try:

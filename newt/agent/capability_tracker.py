@@ -30,6 +30,9 @@ class CapabilityTracker:
         self.model = model
         self.budget = caps.resolve_budget(config.memory.context_tokens, None)
         self.supports_tools: bool | None = None
+        # prompt tokens read a second, measured on this session's last request
+        # (agent/reply_pace.py: the wait for a first token, where the server says nothing)
+        self.prompt_rate: float | None = None
         self.live_ceiling: int | None = None
         self.cached: ModelCapabilities | None = None
         self._saved_estimate: tuple[float, ...] | None = None

@@ -34,6 +34,27 @@ class ThinkingDelta:
 
 
 @dataclass
+class ReplyPace:
+    """How a request is going, for the streaming reply's status line: a slow local
+    model reads a long prompt for seconds before its first token.
+
+    Before the first token: the prompt tokens to read (the server's count less
+    what it had cached, or newt's estimate), how many it has read when the
+    server says (llama-server's prompt progress), and the time left (from the
+    server's own pace, else from the rate measured on an earlier request).
+    After it: the time to the first token and the reply's pace (pieces
+    streamed a second, which for llama-server are tokens)."""
+
+    waited_s: float
+    prompt_tokens: int | None = None
+    read_tokens: int | None = None
+    left_s: float | None = None
+    first_token_s: float | None = None
+    tokens: int = 0
+    per_s: float | None = None
+
+
+@dataclass
 class ToolCallStarted:
     call_id: str
     name: str
@@ -105,6 +126,7 @@ AgentEvent = (
     TurnStarted
     | TextDelta
     | ThinkingDelta
+    | ReplyPace
     | ToolCallStarted
     | ToolCallFinished
     | UsageReported

@@ -34,6 +34,12 @@ from newt.local_models.download import cached_path
 __all__ = ["SMOLLM2", "KnownModel", "ManagedLocal", "known_local_models", "managed_server"]
 
 SMOLLM2 = "SmolLM2-135M-Instruct"
+# llama-server reads a prompt this many tokens at a time (default 2,048 / 512): it
+# reports its progress and notices a request that was stopped only between
+# batches, so at the default a 1,500-token prompt showed no progress and kept
+# the server busy ~28 s after Esc on 2 cores; at 256, a report every ~5 s and
+# free again within one batch, reading as fast (docs/benchmarks.md)
+PROMPT_BATCH_TOKENS = 256
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,9 @@ def managed_server(
     the reserve newt keeps free for them."""
     ctx = DEFAULT_CTX if path is None or _same(path, default_model_path()) else window_for(path)
     cap = reply_token_cap(ctx)
-    return LocalLlamaServer(path, ctx=ctx, binary=binary, port=port, extra_args=["-n", str(cap)])
+    batch = str(PROMPT_BATCH_TOKENS)
+    return LocalLlamaServer(path, ctx=ctx, binary=binary, port=port,
+                            extra_args=["-n", str(cap), "-b", batch, "-ub", batch])  # fmt: skip
 
 
 def _serve(config: Config, server: LocalLlamaServer, model: str | None = None) -> None:

@@ -39,4 +39,7 @@ def make_client(config: Config, model: str) -> ChatClient:
         config.api_key,
         timeout_s=config.backend.timeout_s,
         max_retries=config.backend.max_retries,
+        # the llama-server newt runs (its window known): it reports how far it has
+        # read a prompt, which on a slow CPU takes seconds (agent/turn_rounds.py)
+        prompt_progress=config.server_context_tokens is not None,
     )

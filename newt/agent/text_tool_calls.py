@@ -2,24 +2,31 @@
 
 Small local models often answer a request that offers tools with the call
 itself as text: a fenced ```` ```json {"name": "recall_memory", "arguments":
-{...}} ``` ````, the same object bare, or Qwen's ``<tool_call>{...}</tool_call>``,
-which a server that does not parse that model's format passes through as the
-reply. Such a reply is a call, not an answer: `parse` finds it (only a reply
+{...}} ``` ````, the same object bare, or wrapped in Qwen's ``<tool_call>`` (or
+``<tools>``) tags, which a server that does not parse that model's format
+passes through as the reply. Such a reply is a call, not an answer: `parse` finds it (only a reply
 that starts with one or more such calls, each naming a tool that was offered
 with an object of arguments; text before a call makes it prose), and
 `ToolTextGate` holds back the start of a streamed reply for as long as it
-could still be one, so the UI never flashes the JSON as the answer.
+could still be one, so the UI never flashes the JSON as the answer. It also
+drops a reply's leading ``<tool_response>…</tool_response>`` blocks: Qwen's
+template wraps tool results in them and a small model, after a call, may echo
+one (seen with Qwen2.5-Coder-1.5B after save_note) before or instead of answering.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from newt.backend.types import ToolCall
 
-OPEN_TAG, CLOSE_TAG = "<tool_call>", "</tool_call>"
+# Qwen's own call tag, and the tag its template lists the tools in, which
+# Qwen2.5-Coder-1.5B was seen to wrap its calls in as well
+WRAPPERS = (("<tool_call>", "</tool_call>"), ("<tools>", "</tools>"))
+ECHO_OPEN, ECHO_CLOSE = "<tool_response>", "</tool_response>"
 FENCE = "```"
 FENCE_INFO = ("", "json", "tool_call", "tool_code")
 NAME_KEYS = ("name", "function", "tool", "tool_name")
@@ -82,9 +89,10 @@ def _block(text: str) -> tuple[str, int] | None:
             return None
         close = text.find(FENCE, newline)
         return (text[newline:close], close + len(FENCE)) if close >= 0 else None
-    if text.startswith(OPEN_TAG):
-        close = text.find(CLOSE_TAG)
-        return (text[len(OPEN_TAG) : close], close + len(CLOSE_TAG)) if close >= 0 else None
+    for open_tag, close_tag in WRAPPERS:
+        if text.startswith(open_tag):
+            close = text.find(close_tag)
+            return (text[len(open_tag) : close], close + len(close_tag)) if close >= 0 else None
     if text.startswith(("{", "[")):
         try:
             _, end = _DECODER.raw_decode(text)
@@ -111,7 +119,7 @@ def parse(text: str, tools: set[str]) -> TextCalls | None:
     return TextCalls(calls, rest) if calls else None
 
 
-_PREFIXES = (FENCE, OPEN_TAG, "{", "[")
+_PREFIXES = (FENCE, *(open_tag for open_tag, _ in WRAPPERS), "{", "[")
 
 
 def could_still_be_a_call(text: str, tools: set[str]) -> bool:
@@ -133,10 +141,11 @@ def could_still_be_a_call(text: str, tools: set[str]) -> bool:
         body = s[newline:].lstrip()
         if body and not body.startswith(("{", "[")):
             return False
-    if s.startswith(OPEN_TAG):
-        body = s[len(OPEN_TAG) :].lstrip()
-        if body and not body.startswith(("{", "[")):
-            return False
+    for open_tag, _ in WRAPPERS:
+        if s.startswith(open_tag):
+            body = s[len(open_tag) :].lstrip()
+            if body and not body.startswith(("{", "[")):
+                return False
     if s[0] in "{[" and not _json_start(s):
         return False
     if _block(s) is not None:  # one whole block: a call, or nothing to hold back
@@ -150,23 +159,58 @@ def _json_start(s: str) -> bool:
     return not after or after[0] in ('"}' if s[0] == "{" else "{]")
 
 
+def _answer_start(text: str) -> int | None:
+    """Where a reply's answer begins, past any leading `<tool_response>` blocks (a small
+    model echoing the template's markup for a tool result, never an answer); None
+    while the start is still only whitespace, part of that tag or an open block."""
+    at = 0
+    while True:
+        rest = text[at:]
+        stripped = rest.lstrip()
+        if not stripped or ECHO_OPEN.startswith(stripped):
+            return None
+        if not stripped.startswith(ECHO_OPEN):
+            return at + len(rest) - len(stripped) if at else 0
+        close = stripped.find(ECHO_CLOSE)
+        if close < 0:
+            return None
+        at += len(rest) - len(stripped) + close + len(ECHO_CLOSE)
+
+
 class ToolTextGate:
     """Holds back the start of a streamed reply while it could be a call written as text.
 
     `feed` takes each delta and returns the text to show now; `finish` returns
     what was still held (an answer that only looked like a call) or "" when the
     reply is a call. Once the reply is clearly prose, everything passes at once.
+    Leading `<tool_response>` blocks are dropped, shown never (`answer` is the
+    reply without them), and so is a call the stream ended inside (cut at the
+    reply cap: Qwen2.5-Coder-1.5B once put a whole answer in a save_note).
     """
 
     def __init__(self, tools: set[str]) -> None:
         self.tools = tools
         self.text = ""
         self.holding = bool(tools)
+        self._start: int | None = None  # where the answer begins, once known
         self._shown = 0
+
+    def _names_a_tool(self) -> bool:
+        """Whether the held text, still open, names an offered tool as a call's name."""
+        return any(re.search(rf'"{re.escape(n)}"', self.answer) for n in self.tools)
+
+    @property
+    def answer(self) -> str:
+        return self.text[self._start :] if self._start is not None else ""
 
     def feed(self, delta: str) -> str:
         self.text += delta
-        if self.holding and could_still_be_a_call(self.text, self.tools):
+        if self._start is None:
+            self._start = _answer_start(self.text)
+            if self._start is None:
+                return ""
+            self._shown = self._start
+        if self.holding and could_still_be_a_call(self.answer, self.tools):
             return ""
         self.holding = False
         out, self._shown = self.text[self._shown :], len(self.text)
@@ -174,9 +218,16 @@ class ToolTextGate:
 
     def finish(self) -> tuple[TextCalls | None, str]:
         """(the calls, if the reply was them; the text still to show)."""
-        calls = parse(self.text, self.tools) if self.holding else None
+        if self._start is None:  # whitespace, or an echo never closed: no answer
+            self._start = self._shown = len(self.text)
+        calls = parse(self.answer, self.tools) if self.holding else None
+        cut_call = calls is None and self.holding and self._names_a_tool()
         self.holding = False
         if calls is not None:
             return calls, ""
+        if cut_call:  # a call the stream ended inside (the length cap): never an answer
+            self._shown = len(self.text)
+            self._start = len(self.text)
+            return None, ""
         out, self._shown = self.text[self._shown :], len(self.text)
         return None, out

@@ -20,6 +20,7 @@ from contextlib import aclosing
 from typing import Any
 
 from newt.agent import events as ev
+from newt.agent.reply_pace import PaceMeter
 from newt.agent.text_tool_calls import ToolTextGate
 from newt.agent.tools import (
     MAX_SHOWN_RESULT_CHARS,
@@ -31,7 +32,7 @@ from newt.agent.tools import (
 from newt.agent.turn_context import TurnContext, TurnProgress
 from newt.backend.client import ChatResult, TextDelta
 from newt.backend.errors import ToolsUnsupportedError
-from newt.backend.types import ThinkingDelta
+from newt.backend.types import PromptProgress, ThinkingDelta
 from newt.memory import MemMessage
 
 # A tool result may take at most this share of the context window.
@@ -51,9 +52,19 @@ class ReplyRounds:
         p = self.p
         start = len(p.reply)
         gate = ToolTextGate({t["function"]["name"] for t in tools or []})
+        first_round = p.first_token_s is None and not p.reply and not p.thinking
+        meter = PaceMeter(
+            p.prompt_estimate if first_round else None, self.s.capabilities.prompt_rate
+        )
+        yield meter.start()
+        settled = False
         try:
             async with aclosing(self.s.client.stream_chat(wire, tools=tools, **options)) as stream:
                 async for item in stream:
+                    if isinstance(item, TextDelta | ThinkingDelta) and (pace := meter.token()):
+                        if p.first_token_s is None:
+                            p.first_token_s = pace.first_token_s
+                        yield pace
                     if isinstance(item, TextDelta):
                         p.clock.tick()
                         p.reply += item.text
@@ -63,18 +74,32 @@ class ReplyRounds:
                         p.clock.tick()
                         p.thinking += item.text
                         yield ev.ThinkingDelta(item.text)
+                    elif isinstance(item, PromptProgress):
+                        yield meter.progress(item)
                     elif isinstance(item, ChatResult):
+                        if item.usage is not None:
+                            rate = meter.measured_rate(
+                                item.usage.prompt_tokens, item.usage.cached_tokens
+                            )
+                            self.s.capabilities.prompt_rate = (
+                                rate or self.s.capabilities.prompt_rate
+                            )
                         found, rest = gate.finish()
+                        settled = True
                         if found is not None:  # a call, not an answer: never kept as one
                             p.reply = p.reply[:start]
                             if not item.tool_calls and not item.interrupted:
                                 item = dataclasses.replace(item, text="", tool_calls=found.calls)
-                        elif rest:
-                            yield ev.TextDelta(rest)
+                        else:
+                            if rest:
+                                yield ev.TextDelta(rest)
+                            if gate.answer != p.reply[start:]:  # an echoed tool result dropped
+                                p.reply = p.reply[:start] + gate.answer
+                                item = dataclasses.replace(item, text=gate.answer)
                         yield item
         finally:
-            if gate.holding:  # stopped while it may have been a call: not kept as the answer
-                p.reply = p.reply[:start]
+            if not settled:  # stopped: what may have been a call or an echo is not kept
+                p.reply = p.reply[:start] + ("" if gate.holding else gate.answer)
             p.clock.end_round()
 
     async def exchange(self, messages: list[MemMessage]) -> AsyncGenerator[ev.AgentEvent, None]:

@@ -38,7 +38,12 @@ from newt.backend.errors import (
     UnreachableError,
 )
 from newt.backend.http import async_client
-from newt.backend.response import StreamAccumulator, malformed_chunk, parse_completion
+from newt.backend.response import (
+    StreamAccumulator,
+    malformed_chunk,
+    parse_completion,
+    parse_prompt_progress,
+)
 from newt.backend.retry import backoff_delay
 from newt.backend.sse import SSEEvent, iter_sse
 from newt.backend.types import ChatResult, StreamEvent, TextDelta, ThinkingDelta
@@ -64,8 +69,10 @@ class ChatClient:
         max_retries: int = 2,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Sleep | None = None,
+        prompt_progress: bool = False,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.prompt_progress = prompt_progress  # llama-server's return_progress (only there)
         self.model = model
         self.timeout_s = timeout_s
         self.max_retries = max(0, max_retries)
@@ -176,6 +183,9 @@ class ChatClient:
                     if chunk is None:
                         reason = "the connection closed in the middle of a chunk"
                         break
+                    progress = parse_prompt_progress(chunk)
+                    if progress is not None:
+                        yield progress
                     for delta in acc.feed_deltas(chunk):
                         yield delta
             except httpx.TimeoutException:
@@ -274,6 +284,8 @@ class ChatClient:
         body: dict[str, Any] = {"model": self.model, "messages": messages, "stream": stream}
         if stream:
             body["stream_options"] = {"include_usage": True}
+            if self.prompt_progress:
+                body["return_progress"] = True
         if tools:
             body["tools"] = tools
         if max_tokens is not None:

@@ -21,7 +21,14 @@ from typing import Any
 
 from newt.backend.errors import MalformedStreamError
 from newt.backend.thinking import REASONING_FIELDS, ThinkTagSplitter
-from newt.backend.types import ChatResult, ChatUsage, TextDelta, ThinkingDelta, ToolCall
+from newt.backend.types import (
+    ChatResult,
+    ChatUsage,
+    PromptProgress,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+)
 
 Delta = TextDelta | ThinkingDelta
 
@@ -228,3 +235,17 @@ def parse_completion(data: Any) -> ChatResult:
     acc.usage = parse_usage(data.get("usage"))
     acc.done = True
     return acc.result()
+
+
+def parse_prompt_progress(chunk: Any) -> PromptProgress | None:
+    """llama-server's ``prompt_progress`` in a chunk, if it carries a well-formed one."""
+    found = chunk.get("prompt_progress") if isinstance(chunk, dict) else None
+    if not isinstance(found, dict):
+        return None
+    try:
+        return PromptProgress(
+            int(found["total"]), int(found.get("cache") or 0), int(found["processed"]),
+            float(found.get("time_ms") or 0.0),
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -67,4 +67,17 @@ class ChatResult:
     """The reasoning that came with the reply, apart from ``text``."""
 
 
-StreamEvent = TextDelta | ThinkingDelta | ChatResult
+@dataclass(frozen=True)
+class PromptProgress:
+    """How far the server has read the prompt (llama-server's ``prompt_progress``,
+    sent while it reads when the request asks with ``return_progress``): tokens
+    read of ``total``, ``cache`` of them reused from the last request, ``time_ms``
+    since it began reading."""
+
+    total: int
+    cache: int
+    processed: int
+    time_ms: float
+
+
+StreamEvent = TextDelta | ThinkingDelta | PromptProgress | ChatResult

@@ -22,7 +22,7 @@ from newt.local_models.catalogue import (
     recommend,
 )
 from newt.local_models.discover import FoundModel, discover, hub_cache_dir
-from newt.local_models.download import DownloadError, cached_path, download
+from newt.local_models.download import DownloadError, cached_path, download, index_path
 from newt.local_models.gguf import NotGGUF, read_info
 from newt.local_models.sources import reachable
 
@@ -60,8 +60,11 @@ def list_main(out: TextIO | None = None) -> int:
         mark = "*" if best is not None and model.name == best.name else " "
         here = cached_path(model)
         source = sources.where(model)
+        from_index = here is not None and here == index_path(model)
         notes = [
-            "downloaded" if here else (source or "cannot be fetched from here"),
+            f"downloaded{' from PyPI' if from_index else ''}"
+            if here
+            else (source or "cannot be fetched from here"),
             None if here or fits(model, ram, disk) else "too big for this machine",
             model.speed_here(),
         ]

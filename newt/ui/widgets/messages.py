@@ -9,6 +9,7 @@ Markdown in one widget (`HistoryMarkdown`); both read the same.
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
@@ -31,14 +32,18 @@ from newt.ui.widgets.entries import (
 )
 from newt.ui.widgets.log_host import LogHost
 from newt.ui.widgets.message_keys import MESSAGE_BINDINGS, MessageKeys
-from newt.ui.widgets.reply_parts import ThinkingBlock, footer_text
+from newt.ui.widgets.reply_parts import ThinkingBlock, footer_text, pace_text
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
+    from newt.agent.events import ReplyPace
     from newt.agent.views import ReplyStats
     from newt.ui.widgets.streaming_markdown import StreamingMarkdown
 
 STOP_HINT = "… Esc or ctrl+c stops the reply"  # the status line of a reply while it streams
 TOOL_TEXT_LIMIT = 4000  # a huge tool result would cost layout time for no reader benefit
+PACE_TICK_S = 0.5  # the wait for a first token is counted on the status line this often
 
 
 class MessageFork(Message):
@@ -201,6 +206,8 @@ class AssistantMessage(MessageKeys, Vertical, can_focus=True):
         self._status = Static("", classes="status")
         self._footer = Static("", classes="reply-footer", markup=False)
         self.thinking = ThinkingBlock(entry.thinking, live=entry.status == "streaming")
+        self._pace: tuple[ReplyPace, float] | None = None
+        self._pace_timer: Timer | None = None
 
     def copy_source(self) -> str:
         return self.entry.text
@@ -226,6 +233,25 @@ class AssistantMessage(MessageKeys, Vertical, can_focus=True):
         self._footer.display = stats is not None and self.entry.status != "streaming"
         if stats is not None:
             self._footer.update(footer_text(stats))
+
+    def show_pace(self, pace: ReplyPace) -> None:
+        """How the request is going (the prompt being read, then the reply's pace), on
+        the status line while the reply streams; a timer counts the wait between
+        reports until the first token."""
+        self._pace = pace, time.monotonic()
+        if pace.first_token_s is None and self._pace_timer is None:
+            self._pace_timer = self.set_interval(PACE_TICK_S, self._show_pace)
+        elif pace.first_token_s is not None and self._pace_timer is not None:
+            self._pace_timer.stop()
+            self._pace_timer = None
+        self._show_pace()
+
+    def _show_pace(self) -> None:
+        if self._pace is None or self.entry.status != "streaming":
+            return
+        pace, at = self._pace
+        text = pace_text(pace, pace.waited_s + time.monotonic() - at)
+        self._status.update(f"{text} {STOP_HINT}" if text else STOP_HINT)
 
     def write_thinking(self, text: str) -> None:
         """Append streamed reasoning to the thinking block."""
@@ -281,6 +307,9 @@ class AssistantMessage(MessageKeys, Vertical, can_focus=True):
         stats: ReplyStats | None = None,
     ) -> None:
         """End the stream; `reply` and `thinking` (the session's final text) win."""
+        if self._pace_timer is not None:
+            self._pace_timer.stop()
+            self._pace_timer = None
         await self._close_segment()
         if thinking is not None:
             self.entry.thinking = thinking

@@ -19,9 +19,11 @@ from newt.ui.format import one_line, tokens
 from newt.ui.widgets.log_host import LogHost
 
 if TYPE_CHECKING:
+    from newt.agent.events import ReplyPace
     from newt.agent.views import ReplyStats
 
 PREVIEW_WIDTH = 72
+SLOW_FIRST_TOKEN_S = 1.0  # a shorter wait for the first token is not worth a word
 
 
 class ThinkingBlock(Static):
@@ -92,6 +94,33 @@ def footer_text(stats: ReplyStats) -> str:
         parts.append(f"{speed:.1f} tok/s")
     if stats.estimated:
         parts.append("estimated: the backend reported no usage")
+    if stats.first_token_s is not None and stats.first_token_s >= SLOW_FIRST_TOKEN_S:
+        parts.append(f"first token after {stats.first_token_s:.1f} s")
     if stats.stopped_for_length:
         parts.append("stopped at the length limit")
     return " · ".join(parts)
+
+
+def pace_text(pace: ReplyPace, waited_s: float) -> str:
+    """The streaming reply's status while the request is slow, `waited_s` after it
+    went out: the prompt being read (with the server's progress, or newt's estimate),
+    then the time the first token took and the reply's pace; "" while it is quick."""
+    if pace.first_token_s is None:
+        if waited_s < SLOW_FIRST_TOKEN_S and pace.read_tokens is None:
+            return ""
+        total = pace.prompt_tokens
+        if pace.read_tokens is not None and total:
+            what = f"Reading the prompt: {tokens(pace.read_tokens)} of {tokens(total)} tokens"
+        elif total:
+            what = f"Reading the prompt (~{tokens(total)} tokens)"
+        else:
+            what = "Waiting for the first token"
+        left = ""
+        if pace.left_s is not None:
+            now_left = pace.left_s - max(0.0, waited_s - pace.waited_s)
+            left = f", about {now_left:.0f} s left" if now_left >= 1 else ", almost done"
+        return f"{what}: {waited_s:.0f} s{left}"
+    if pace.first_token_s < SLOW_FIRST_TOKEN_S:
+        return ""
+    speed = f" · {pace.per_s:.1f} tokens/s" if pace.per_s else ""
+    return f"First token after {pace.first_token_s:.1f} s{speed}"

@@ -21,6 +21,7 @@ FORMS = {
     "fenced, no language": f"```\n{NOTE}\n```\n",
     "bare": f"  {NOTE}",
     "qwen's tag": f"<tool_call>\n{NOTE}\n</tool_call>",
+    "qwen's tools tag": f"<tools>\n{NOTE}\n</tools>\n",
     "openai's shape": (
         '{"type": "function", "function": {"name": "save_note", '
         '"arguments": "{\\"action\\": \\"add\\", \\"content\\": \\"User is allergic to nuts\\"}"}}'
@@ -95,6 +96,45 @@ async def test_a_call_written_as_text_runs_and_is_never_shown_or_stored(
         assert turn.assistant == "Noted: no nuts." and "save_note" not in turn.assistant
     finally:
         await close(store, session)
+
+
+def test_an_echoed_tool_response_is_dropped_and_the_answer_after_it_kept() -> None:
+    echo = (
+        '<tool_response>\n{"name": "save_note", "arguments": {"action": "add"}}\n</tool_response>'
+    )
+    gate = ToolTextGate(TOOLS)
+    shown = "".join(gate.feed(ch) for ch in echo + "\nNoted: no nuts.")
+    found, rest = gate.finish()
+    assert found is None and shown + rest == "Noted: no nuts." == gate.answer
+    only = ToolTextGate(set())  # no tools offered (the last round): still never an answer
+    assert "".join(only.feed(ch) for ch in echo) == "" and only.finish() == (None, "")
+    assert only.answer == ""
+
+
+async def test_a_reply_that_echoes_the_tool_response_stores_only_its_answer(
+    fake_openai: FakeOpenAI,
+) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        echo = '<tool_response>\n{"name": "save_note", "arguments": {}}\n</tool_response>\n'
+        fake_openai.script(Reply(text=FORMS["bare"]), Reply(text=echo + "Noted: no nuts."))
+        events = await run_turn(session, "I'm allergic to nuts, remember that")
+        shown = "".join(e.text for e in events if isinstance(e, ev.TextDelta))
+        assert shown == "Noted: no nuts." == reply_of(events)
+        (turn,) = await session.history()
+        assert turn.assistant == "Noted: no nuts."
+    finally:
+        await close(store, session)
+
+
+def test_a_call_cut_off_at_the_length_cap_is_not_an_answer() -> None:
+    cut = '{"name": "save_note", "arguments": {"action": "add", "content": "Honey bees'
+    gate = ToolTextGate(TOOLS)
+    assert "".join(gate.feed(ch) for ch in cut) == ""
+    assert gate.finish() == (None, "") and gate.answer == ""
+    json_answer = ToolTextGate(TOOLS)  # cut JSON that names no tool is what there is
+    assert "".join(json_answer.feed(ch) for ch in '{"city": "Ber') == ""
+    assert json_answer.finish() == (None, '{"city": "Ber')
 
 
 async def test_json_that_names_no_tool_is_the_answer(fake_openai: FakeOpenAI) -> None:

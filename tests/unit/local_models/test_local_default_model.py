@@ -41,6 +41,8 @@ def test_local_without_a_model_runs_the_instruct_model(
     assert argv[argv.index("-m") + 1] == str(cache / "SmolLM2-135M-Instruct.Q4_1.gguf")
     assert argv[argv.index("-n") + 1] == str(reply_token_cap()) == "512"
     assert argv[argv.index("-c") + 1] == str(DEFAULT_CTX)
+    # prompts read in small batches: progress to show, and Esc frees the server soon
+    assert argv[argv.index("-b") + 1] == argv[argv.index("-ub") + 1] == "256"
 
 
 def test_the_reply_cap_is_the_reply_reserve() -> None:

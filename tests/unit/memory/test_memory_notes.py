@@ -19,6 +19,7 @@ from newt.memory import (
     RollingWindow,
     TokenBudget,
 )
+from newt.memory.notes import NOTES_HEADING
 from newt.store import Store
 
 
@@ -110,7 +111,7 @@ def test_system_prompt_block_is_rebuilt_only_when_notes_change() -> None:
     assert book.system_prompt_block() is None
     book.add_local("Ada is seven.")
     first = book.system_prompt_block()
-    assert first == "## Notes saved across conversations\n- Ada is seven."
+    assert first == f"{NOTES_HEADING}\n- Ada is seven."
     assert book.system_prompt_block() is first  # cached: the same object
     book.add_local("Ada is seven.")  # duplicate: nothing changed
     assert book.system_prompt_block() is first
@@ -120,9 +121,7 @@ def test_system_prompt_block_is_rebuilt_only_when_notes_change() -> None:
     book.add_local("Line one\nline two")
     second = book.system_prompt_block()
     assert second is not first
-    assert second == (
-        "## Notes saved across conversations\n- Ada is seven.\n- Line one\n  line two"
-    )
+    assert second == (f"{NOTES_HEADING}\n- Ada is seven.\n- Line one\n  line two")
 
 
 def test_render_list_numbers_entries_with_usage() -> None:
@@ -205,9 +204,7 @@ def test_provider_notes_share_the_notebook_and_feed_the_system_prompt() -> None:
     p.remove_note("Bob")
     assert book.notes == ("Ada is eight.",)
     messages = p.build_messages("You are newt.", "hi")
-    assert messages[0].content == (
-        "You are newt.\n\n## Notes saved across conversations\n- Ada is eight."
-    )
+    assert messages[0].content == (f"You are newt.\n\n{NOTES_HEADING}\n- Ada is eight.")
     assert p.build_messages("", "hi")[0].content == book.system_prompt_block()
     with pytest.raises(NotesFull):
         p.add_note("x" * 2200)
