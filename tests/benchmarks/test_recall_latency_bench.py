@@ -54,7 +54,10 @@ async def test_the_benchmark_runs_on_a_small_store(tmp_path: Path) -> None:
     kinds = [k for k in bench.KINDS for _ in meta["questions"][k]]
     assert [t.kind for t in timings] == kinds + [bench.AGAIN_KIND] * min(bench.AGAIN, len(kinds))
     for timing in timings:
-        assert timing.memories == bench.LIMIT
+        # related records only, as many as the budget packs (a question of
+        # common words alone may be related to nothing)
+        assert timing.memories <= bench.LIMIT
+        assert timing.memories > 0 or timing.kind != "fact questions"
         assert timing.parts["embed"] > 0 and timing.parts["search"] > 0
         assert timing.parts["lexical"] > 0 and timing.parts["rest"] > -0.01
         assert timing.total >= max(timing.parts.values())

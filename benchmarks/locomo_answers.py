@@ -1,0 +1,246 @@
+"""LoCoMo answered by a model that reads: does newt's memory turn into answers?
+
+    python benchmarks/locomo_answers.py [--per-category 3] [--seed 7] [--window 2048]
+        [--played DIR] [--json-out FILE]
+
+A fixed, seeded sample of development questions (`--per-category` of each of
+the four categories, drawn with `--seed` from all five conversations), each
+conversation played as benchmarks/locomo.py plays it (the real turn path
+against the fake server; `--played DIR` reuses its databases), then every
+question answered by Qwen2.5-Coder-1.5B-Instruct (the catalogue's
+qwen2.5-coder-1.5b, from ~/.cache/newt-llama; scripts/get_llama_server.sh
+puts it there) on the real llama-server at temperature 0, three ways:
+
+  newt       the question sent through ChatSession on a copy of the played
+             database: the recent turns and the evidence block newt packs
+  bm25       FTS5 bm25 over the exchanges in the evidence budget newt had,
+             then the question (no recent turns)
+  no memory  the newest exchanges that fit the window, then the question
+
+Scored as LoCoMo scores answers: F1 of the normalised tokens of the reply
+against the gold answer (lower case, no punctuation, no articles), and
+whether the reply holds the normalised gold answer. Seconds per question
+are the model's (all three lines). No target: the point is to see whether
+the evidence in the request turns into answers. docs/benchmarks.md keeps the
+current table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import statistics
+import string
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.locomo import (  # noqa: E402
+    CATEGORIES,
+    DEFAULT_DATA,
+    Bm25,
+    Dialogue,
+    Question,
+    fresh_copy,
+    load,
+    make_config,
+    no_memory,
+    play,
+)
+from newt.agent import events as ev  # noqa: E402
+from newt.agent.local_switch import PROMPT_BATCH_TOKENS  # noqa: E402
+from newt.agent.session import ChatSession  # noqa: E402
+from newt.backend.local_server import LocalLlamaServer  # noqa: E402
+from newt.store import Store  # noqa: E402
+from tests.fake_openai import FakeOpenAI  # noqa: E402
+from tests.llama_server import obtain_chat_model, obtain_llama_server  # noqa: E402
+
+REPLY_TOKENS = 96
+BASELINE_SYSTEM = (
+    "You answer questions about a conversation between two people, using the"
+    " excerpts given. Answer briefly."
+)
+
+
+def normalise(text: str) -> list[str]:
+    """LoCoMo's answer normalisation: lower case, no punctuation, no articles."""
+    text = text.lower().replace(",", " ")
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the|and)\b", " ", text)
+    return text.split()
+
+
+def f1(reply: str, gold: str) -> float:
+    got, want = normalise(reply), normalise(gold)
+    common = sum((Counter(got) & Counter(want)).values())
+    if not got or not want or common == 0:
+        return 0.0
+    precision, recall = common / len(got), common / len(want)
+    return 2 * precision * recall / (precision + recall)
+
+
+def holds_gold(reply: str, gold: str) -> bool:
+    want = " ".join(normalise(gold))
+    return bool(want) and want in " ".join(normalise(reply))
+
+
+def sample(
+    dialogues: list[Dialogue], per_category: int, seed: int
+) -> list[tuple[Dialogue, Question]]:
+    rng = random.Random(seed)
+    picked: list[tuple[Dialogue, Question]] = []
+    for category in CATEGORIES:
+        pool = [(d, q) for d in dialogues for q in d.questions if q.category == category]
+        picked += rng.sample(pool, min(per_category, len(pool)))
+    return picked
+
+
+async def ask_newt(
+    dialogue: Dialogue, home: Path, work: Path, window: int, url: str, question: Question
+) -> tuple[str, int]:
+    """newt's reply to `question` on a copy of the played conversation, and its evidence budget."""
+    fresh_copy(home / "newt.db", work)
+    config = make_config(work, url, window, [])
+    config.server_context_tokens = window
+    config.server_reply_cap = REPLY_TOKENS
+    config.backend.timeout_s = 900
+    async with await Store.open(work / "newt.db") as store:
+        store.db.clock = lambda: dialogue.asked_at
+        session = await ChatSession.open(config, store, probe=False)
+        try:
+            await session.continue_latest()
+            reply = ""
+            async for event in session.send(question.text):
+                if isinstance(event, ev.TurnDone):
+                    reply = event.reply
+            report = session.last_retention
+            return reply, report.budget_tokens if report is not None else 0
+        finally:
+            await session.close()
+
+
+async def ask_plain(client: httpx.AsyncClient, url: str, lines: list[str], question: str) -> str:
+    excerpts = "\n".join(lines) or "(none)"
+    body = {
+        "model": "qwen",
+        "temperature": 0,
+        "max_tokens": REPLY_TOKENS,
+        "messages": [
+            {"role": "system", "content": BASELINE_SYSTEM},
+            {"role": "user", "content": f"Excerpts:\n{excerpts}\n\nQuestion: {question}"},
+        ],
+    }
+    response = await client.post(f"{url}/chat/completions", json=body, timeout=900)
+    response.raise_for_status()
+    return str(response.json()["choices"][0]["message"]["content"] or "")
+
+
+async def run(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
+    data = Path(args.data)
+    dialogues = [load(p) for p in sorted(data.glob("conv-*.json"))]
+    picked = sample(dialogues, args.per_category, args.seed)
+    played = Path(args.played) if args.played else tmp / "played"
+    with FakeOpenAI(n_ctx=args.window) as fake:
+        for dialogue in {d.name: d for d, _ in picked}.values():
+            home = played / f"{dialogue.name}-{args.window}"
+            if not (home / "played").exists():
+                home.mkdir(parents=True, exist_ok=True)
+                await play(dialogue, home, args.window, fake, argparse.Namespace(set=[], tune=[]))
+                (home / "played").write_text("ok")
+    binary, _ = obtain_llama_server()
+    batch = str(PROMPT_BATCH_TOKENS)
+    server = LocalLlamaServer(
+        obtain_chat_model(), binary=binary, ctx=args.window,
+        extra_args=["-n", str(REPLY_TOKENS), "-b", batch, "-ub", batch, "--temp", "0"],
+    )  # fmt: skip
+    server.start()
+    rows: list[dict[str, Any]] = []
+    try:
+        async with httpx.AsyncClient() as client:
+            for n, (dialogue, question) in enumerate(picked, 1):
+                home = played / f"{dialogue.name}-{args.window}"
+                started = time.perf_counter()
+                reply, budget = await ask_newt(
+                    dialogue, home, tmp / "q", args.window, server.base_url, question
+                )
+                found = Bm25(dialogue).search(question.text, budget)
+                bm25 = await ask_plain(client, server.base_url, found, question.text)
+                recent = list(reversed(no_memory(dialogue, args.window - 200, question)))
+                plain = await ask_plain(client, server.base_url, recent, question.text)
+                seconds = time.perf_counter() - started
+                replies = {"newt": reply, "bm25": bm25, "no memory": plain}
+                rows.append(
+                    {
+                        "conversation": dialogue.name,
+                        "question": question.text,
+                        "answer": question.answer,
+                        "category": question.category,
+                        "replies": replies,
+                        "f1": {k: f1(v, question.answer) for k, v in replies.items()},
+                        "holds": {k: holds_gold(v, question.answer) for k, v in replies.items()},
+                        "seconds": seconds,
+                    }
+                )
+                print(f"  {n}/{len(picked)} {dialogue.name} [{question.category}] in"
+                      f" {seconds:.0f} s: {question.text!r} -> newt {reply[:60]!r}",
+                      file=sys.stderr, flush=True)  # fmt: skip
+    finally:
+        server.stop()
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> list[str]:
+    names = list(CATEGORIES.values())
+    lines = [
+        "| line | "
+        + " | ".join(f"{n}: F1 / holds gold" for n in names)
+        + " | all: F1 / holds gold |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
+    for line in ("newt", "bm25", "no memory"):
+        cells = []
+        for cat in [*CATEGORIES, None]:
+            mine = [r for r in rows if cat is None or r["category"] == cat]
+            if not mine:
+                cells.append("-")
+                continue
+            score = statistics.mean(r["f1"][line] for r in mine)
+            held = sum(r["holds"][line] for r in mine)
+            cells.append(f"{score:.2f} / {held} of {len(mine)}")
+        lines.append(f"| {line} | " + " | ".join(cells) + " |")
+    secs = statistics.mean(r["seconds"] for r in rows) if rows else 0.0
+    lines += ["", f"{len(rows)} questions, {secs:.0f} s a question (all three lines)"]
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
+    parser.add_argument("--per-category", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--window", type=int, default=2048)
+    parser.add_argument("--played", default="")
+    parser.add_argument("--json-out", default="")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="newt-answers-") as tmp:
+        rows = asyncio.run(run(args, Path(tmp)))
+    print("\n".join(table(rows)))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
