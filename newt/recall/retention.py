@@ -46,10 +46,6 @@ HALF_LIFE_HOURS = 168.0
 # handful of excerpt tokens is a key with no evidence worth its cost.
 MIN_EXCERPT_TOKENS = 16
 CHARS_PER_TOKEN = 4
-# What a capsule's line adds in the request besides its excerpt and key
-# ("- user: "; see presentation.py, whose fit_block counts the rest):
-# recall packs with it, the bare packing rules default to 0.
-LINE_TOKENS = 4
 
 
 def chain(first: T, newer_of: Callable[[T], T | None], placed: Callable[[T], bool]) -> list[T]:

@@ -17,7 +17,9 @@ from newt.recall import (
 )
 from newt.recall.excerpt import select_excerpt
 from newt.recall.fts_query import query_terms
-from newt.recall.retention import LINE_TOKENS, MIN_EXCERPT_TOKENS
+from newt.recall.retention import MIN_EXCERPT_TOKENS
+
+LINE_TOKENS = 4  # what a caller's line might cost ("- user: ")
 
 
 def cand(
