@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from newt.backend.embeddings import EmbeddingsClient
-from newt.backend.local_server import embeddings_server
+from newt.local.server import embeddings_server
 from newt.recall.embed_queue import EmbedQueue
 from newt.recall.embedder import Embedder, LocalEmbedder, ServerEmbedder
 from newt.recall.vectors import VectorIndex

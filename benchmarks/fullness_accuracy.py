@@ -286,7 +286,7 @@ async def main_async(args: argparse.Namespace) -> bool:
         async with httpx.AsyncClient(base_url=args.base_url, timeout=300) as http:
             return report(await run(Server(http), args))
 
-    from newt.backend.local_server import LocalLlamaServer
+    from newt.local.server import LocalLlamaServer
 
     async with (
         LocalLlamaServer(args.model, ctx=CONTEXT, binary=args.binary) as llama,

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from newt.cli_import import run_import
+from newt.cli.import_command import run_import
 
 
 def generate(path: Path, turns: int, per_conversation: int = 100) -> None:

@@ -68,8 +68,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.unrelated_probes import PROBES  # noqa: E402
-from newt.agent.capability_tracker import REPLY_RESERVE_MAX  # noqa: E402
-from newt.agent.session import ChatSession  # noqa: E402
+from newt.agent.session.chat_session import ChatSession  # noqa: E402
+from newt.agent.session.model_facts import REPLY_RESERVE_MAX  # noqa: E402
 from newt.config import Config  # noqa: E402
 from newt.store import Store  # noqa: E402
 from tests.fake_openai import FakeOpenAI, Reply  # noqa: E402

@@ -60,9 +60,9 @@ from benchmarks.locomo import (  # noqa: E402
     play,
 )
 from newt.agent import events as ev  # noqa: E402
-from newt.agent.local_switch import PROMPT_BATCH_TOKENS  # noqa: E402
-from newt.agent.session import ChatSession  # noqa: E402
-from newt.backend.local_server import LocalLlamaServer  # noqa: E402
+from newt.agent.local.managed_server import PROMPT_BATCH_TOKENS  # noqa: E402
+from newt.agent.session.chat_session import ChatSession  # noqa: E402
+from newt.local.server import LocalLlamaServer  # noqa: E402
 from newt.store import Store  # noqa: E402
 from tests.fake_openai import FakeOpenAI  # noqa: E402
 from tests.llama_server import obtain_chat_model, obtain_llama_server  # noqa: E402

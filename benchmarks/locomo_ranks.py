@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import locomo as L
 
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
 from newt.store import Store
 from tests.fake_openai import FakeOpenAI
 

@@ -87,7 +87,7 @@ EMBEDDINGS_SERVER_ARGS = ("--embeddings", "--pooling", "mean")
 
 def minilm_config(binary: Path) -> tuple[Any, list[str]]:
     """The MiniLM embeddings server (not started) and the config values that use it."""
-    from newt.backend.local_server import embeddings_server
+    from newt.local.server import embeddings_server
 
     server = embeddings_server(binary=binary)
     if server is None:
@@ -413,7 +413,7 @@ async def run_newt(home: Path, prompt: str, *, first: bool) -> tuple[dict[str, A
 
 
 def summary_writers(home: Path) -> list[int]:
-    """Live `newt --finish-summary` processes of this NEWT_HOME (agent/detached_summary.py)."""
+    """Live `newt --finish-summary` processes of this NEWT_HOME (agent/session/detached_writers)."""
     mark = f"NEWT_HOME={home}".encode()
     pids = []
     for proc in Path("/proc").iterdir():
@@ -716,13 +716,13 @@ def save_answers(path: Path, answers: Sequence[Answer]) -> None:
 
 
 def default_paths() -> tuple[Path, Path]:
-    from newt.backend.local_server import default_model_path, find_llama_server
+    from newt.local.server import default_model_path, find_llama_server
 
     return find_llama_server(), default_model_path()
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    from newt.backend.local_server import LocalLlamaServer
+    from newt.local.server import LocalLlamaServer
 
     data = load_data()
     binary, model = default_paths()

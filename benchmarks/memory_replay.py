@@ -155,7 +155,7 @@ def replayable(answers: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def replay(args: argparse.Namespace) -> int:
-    from newt.backend.local_server import LocalLlamaServer, default_model_path, find_llama_server
+    from newt.local.server import LocalLlamaServer, default_model_path, find_llama_server
 
     answers: list[dict[str, Any]] = []
     for path in args.files:

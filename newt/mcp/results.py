@@ -3,7 +3,7 @@
 Images, audio and binary resources would cost the model thousands of tokens
 of base64 it cannot use, so they become one line saying what was left out.
 Nothing is cut here: the turn cuts what the model gets to its share of the
-window (newt.agent.tools.cap_result), once, with one note.
+window (newt.agent.tools.builtin.cap_result), once, with one note.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def create_provider(
     """Build the provider named by `[memory] provider` (token_budget by default).
 
     `context_tokens` is the caller's resolved context size (see
-    newt.backend.capabilities.resolve_budget) and `budget_source` the source
+    newt.backend.learned_limits.resolve_budget) and `budget_source` the source
     that won. `calibrate` learns the token estimate from the backend's reports
     starting from `chars_per_token` (see calibration.py); off, estimates are
     the plain chars / chars_per_token. rolling_window ignores the

@@ -214,7 +214,7 @@ class LocalEmbedder:
         self._queries: dict[str, list[float]] = {}  # the last QUERIES_KEPT queries' vectors
 
     def weights_present(self) -> bool:
-        from newt.local_setup import embedding_wheel_path
+        from newt.local.setup import embedding_wheel_path
 
         return embedding_wheel_path(self.cache).is_file()
 
@@ -276,7 +276,7 @@ class LocalEmbedder:
         return self._loading
 
     async def _load(self) -> MiniLM | None:
-        from newt.local_setup import (
+        from newt.local.setup import (
             Progress,
             SetupCancelled,
             SetupError,

@@ -1,6 +1,5 @@
 """newt's SQLite store: one aiosqlite connection, numbered migrations, repositories."""
 
-from newt.store.capabilities import CapabilityRepo
 from newt.store.conversations import ConversationRepo, TurnRepo, make_title
 from newt.store.db import Database
 from newt.store.errors import (
@@ -10,6 +9,7 @@ from newt.store.errors import (
     StoreError,
 )
 from newt.store.migrations import SCHEMA_VERSION
+from newt.store.model_cache import CapabilityRepo
 from newt.store.models import (
     Conversation,
     MemoryRecord,

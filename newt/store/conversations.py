@@ -18,7 +18,7 @@ from newt.store.turn_edits import mark_replaced
 TITLE_CHARS = 60
 
 
-# Attached files ride in the stored prompt (newt/agent/attachments.py); a
+# Attached files ride in the stored prompt (newt/agent/turn/attachments.py); a
 # title is what the user typed, not the file's content.
 _ATTACHMENT = re.compile(r"<attachment path=\"[^\"]*\">.*?</attachment>", re.DOTALL)
 

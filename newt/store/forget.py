@@ -13,7 +13,7 @@ A turn's message that is forgotten stays in its conversation's log as
 way), in the turn and in every fork's copy of it. Deleting a conversation
 first hands the recall records a fork shares with it to that fork's copies,
 so the fork keeps its memory. Rewriting the compaction summaries that quote a
-forgotten message is the agent's part (newt.agent.memory_admin): the record's
+forgotten message is the agent's part (newt.agent.own_memory.records): the record's
 text is the memory layer's.
 
 `MemoryEraser` is the one door the agent uses; the work is split by what goes:

@@ -37,7 +37,7 @@ from newt.ui.starting_session import StartingSession
 from newt.ui.widgets.chat_log import ChatLog
 
 if TYPE_CHECKING:
-    from newt.agent.local_switch import ManagedLocal
+    from newt.agent.local.managed_server import ManagedLocal
     from newt.ui.screens.setup import BackendSettings, LocalModel
 
 OpenSession = Callable[[Config, Callable[[str], None]], Awaitable[SessionLike]]
@@ -50,7 +50,11 @@ FIRST_RUN_LOCAL = "Running SmolLM2-135M, a tiny model. Stronger ones: newt --loc
 
 
 # What the first frame leaves out and the first turn needs.
-AGENT_MODULES = ("newt.agent.session", "newt.agent.views", "newt.ui.screens.chat_turn")
+AGENT_MODULES = (
+    "newt.agent.session.chat_session",
+    "newt.agent.display",
+    "newt.ui.screens.chat_turn",
+)
 
 
 def _import_all(names: tuple[str, ...]) -> None:
@@ -67,14 +71,14 @@ async def import_agent() -> None:
 
 async def _open_session(config: Config, on_status: Callable[[str], None]) -> SessionLike:
     await import_agent()
-    from newt.agent.session import ChatSession
+    from newt.agent.session.chat_session import ChatSession
 
     session: SessionLike = await ChatSession.open(config, background_probe=True)
     return session
 
 
 def _discover() -> Any:
-    from newt.agent.discovery import find_local_backend
+    from newt.agent.local.discovery import find_local_backend
 
     return find_local_backend()
 
@@ -156,7 +160,7 @@ class NewtApp(App[None]):
             try:
                 self.session = await self._open_session(self.config, self._say)
             except Exception as exc:
-                from newt.agent.views import StoreError  # imported with the agent by now
+                from newt.agent.display import StoreError  # imported with the agent by now
 
                 if isinstance(exc, StoreError):
                     await self.push_screen_wait(
@@ -228,8 +232,8 @@ class NewtApp(App[None]):
 
     async def _start_local(self, choice: LocalModel) -> bool:
         """The first-run choice to run a model here: llama-server for the rest of the app."""
-        from newt.agent.local_model import start_local_embeddings
-        from newt.agent.local_switch import ManagedLocal
+        from newt.agent.local.first_run import start_local_embeddings
+        from newt.agent.local.managed_server import ManagedLocal
         from newt.config import save_local_choice
 
         self._say("Starting the local model…")
@@ -270,7 +274,7 @@ class NewtApp(App[None]):
                 await session.resume(self.resume_id)
             elif self.continue_latest and await session.continue_latest() is None:
                 self.notify("No saved conversation yet; starting a new one.")
-            if self.preset:  # its model was chosen with the config (newt/cli.py)
+            if self.preset:  # its model was chosen with the config (newt/cli/main.py)
                 await session.apply_preset(self.preset, for_new=True, switch_model=False)
         except Exception as exc:
             self.notify(

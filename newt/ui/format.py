@@ -13,9 +13,9 @@ HIGH_AT = 0.90
 
 def clean(text: str) -> str:
     """Model or record text made safe to show (no terminal escapes)."""
-    # Imported here: newt.agent.views brings the recall, memory and HTTP
+    # Imported here: newt.agent.display brings the recall, memory and HTTP
     # layers, which the first frame must not wait for (see NewtApp).
-    from newt.agent.views import strip_terminal_escapes
+    from newt.agent.display import strip_terminal_escapes
 
     return strip_terminal_escapes(text)
 

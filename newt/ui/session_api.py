@@ -14,12 +14,12 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # types only: the first frame must not wait for the agent's imports
-    from newt.agent.conversation_settings import ChatSettings, ModelChoice, Preset
+    from newt.agent.display import ConversationView, HistoryEntry, RecordView, RetentionReport
     from newt.agent.events import AgentEvent, Compacted
-    from newt.agent.memory_admin import ForgetReport, MemoryHit
-    from newt.agent.memory_status import MemoryStatus
-    from newt.agent.tool_approval import Approver
-    from newt.agent.views import ConversationView, HistoryEntry, RecordView, RetentionReport
+    from newt.agent.own_memory.records import ForgetReport, MemoryHit
+    from newt.agent.own_memory.status import MemoryStatus
+    from newt.agent.session.settings import ChatSettings, ModelChoice, Preset
+    from newt.agent.tools.approval import Approver
     from newt.config import Config
 
 
@@ -62,7 +62,7 @@ class SessionFace(Protocol):
 
 
 class SessionLike(SessionFace, Protocol):
-    """Everything the UI uses of an open session (agent/session.py's ChatSession)."""
+    """Everything the UI uses of an open session (agent/session/chat_session.py's ChatSession)."""
 
     @property
     def config(self) -> Config: ...

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from newt.config import Config
 
 if TYPE_CHECKING:
-    from newt.agent.memory_status import MemoryStatus
-    from newt.agent.views import ConversationView, RetentionReport
+    from newt.agent.display import ConversationView, RetentionReport
+    from newt.agent.own_memory.status import MemoryStatus
 
 
 class StartingSession:

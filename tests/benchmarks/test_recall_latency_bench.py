@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from newt.local_setup import embedding_wheel_path
+from newt.local.setup import embedding_wheel_path
 from newt.recall.embedder import LOCAL_SPACE, QUERIES_KEPT, LocalEmbedder, chunks
 from tests.paths import REPO
 

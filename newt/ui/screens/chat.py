@@ -173,7 +173,7 @@ class ChatScreen(Screen[None]):
             # The store titles a conversation from its first message; the
             # session's copy may not have caught up yet, so derive the same.
             first = next((e for e in self.log_view.entries if isinstance(e, UserEntry)), None)
-            from newt.agent.views import make_title  # not needed for the first frame
+            from newt.agent.display import make_title  # not needed for the first frame
 
             title = make_title(first.text) if first else ""
         self.title = title or "new conversation"
@@ -269,7 +269,7 @@ class ChatScreen(Screen[None]):
         after a long wait): it stays in the box, and the log says why."""
         if not self.ready:
             return True  # the turn is checked by the session's guard instead
-        from newt.agent.oversize import too_large
+        from newt.agent.turn.oversize import too_large
 
         try:
             why = too_large(text, self.session.estimate_tokens(text), self.session.memory_status())

@@ -30,7 +30,7 @@ from newt.ui.widgets.entries import CompactionEntry, compaction_summary
 from newt.ui.widgets.message_keys import copy_text
 
 if TYPE_CHECKING:
-    from newt.agent.conversation_settings import ChatSettings
+    from newt.agent.session.settings import ChatSettings
 
 # Commands that would change the conversation under a reply that is streaming
 # (the session would also make them wait for its lock; refusing says why).
@@ -277,7 +277,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
             return
         text = await self.session.export(fmt)
         path = export_path(conv.title, conv.id, fmt, Path.cwd())
-        from newt.agent.export import write_export
+        from newt.agent.session.export import write_export
 
         write_export(path, text)
         self.screen.notify(f"Exported to {path}", title="Export", timeout=6, markup=False)

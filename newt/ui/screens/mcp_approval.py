@@ -19,7 +19,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from newt.agent.tool_approval import ApprovalRequest, Decision
+from newt.agent.tools.approval import ApprovalRequest, Decision
 from newt.ui.format import clean
 
 

@@ -18,8 +18,8 @@ from newt.ui.widgets.entries import fold_size
 from newt.ui.widgets.token_meter import bar
 
 if TYPE_CHECKING:
-    from newt.agent.memory_status import MemoryStatus
-    from newt.agent.views import FoldView
+    from newt.agent.display import FoldView
+    from newt.agent.own_memory.status import MemoryStatus
 
 LoadFolds = Callable[[], Awaitable[Sequence["FoldView"] | None]]
 FOLDS_LISTED = 8  # the newest folds listed; older ones are counted

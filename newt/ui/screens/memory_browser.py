@@ -1,7 +1,7 @@
 """The memory view (`/memory search [QUERY]`): look through what newt
 remembers, open a record whole, forget one, all that match, or everything.
 
-Searching uses the recall a turn uses (newt.agent.memory_admin), without
+Searching uses the recall a turn uses (newt.agent.own_memory.records), without
 counting hits; an empty query lists the newest records. Every forget asks
 once (everything: the word typed), then says what went (ForgetReport) and
 searches again; `after_forget` lets the chat screen re-show its log, since
@@ -26,8 +26,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from newt.agent.forget_parts import holds_more
-from newt.agent.memory_admin import day, sentence_cut
+from newt.agent.own_memory.forget_parts import holds_more
+from newt.agent.own_memory.records import day, sentence_cut
 from newt.ui.errors import describe
 from newt.ui.format import one_line
 from newt.ui.screens.confirm import ConfirmScreen
@@ -36,7 +36,7 @@ from newt.ui.screens.record import RecordScreen
 from newt.ui.session_api import SessionLike
 
 if TYPE_CHECKING:
-    from newt.agent.memory_admin import ForgetReport, MemoryHit
+    from newt.agent.own_memory.records import ForgetReport, MemoryHit
 
 AfterForget = Callable[["ForgetReport"], Awaitable[None]]
 SEARCH_DELAY = 0.15  # debounce, as the resume picker

@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from newt.agent.memory_admin import ForgetReport
+    from newt.agent.own_memory.records import ForgetReport
     from newt.ui.command_host import CommandHost
     from newt.ui.session_api import SessionLike
 

@@ -12,12 +12,12 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from newt.ui.format import tokens
-from newt.ui.local_switching import PICKER_TITLE, local_choices, managed, switch_local
+from newt.ui.local_model_picker import PICKER_TITLE, local_choices, managed, switch_local
 from newt.ui.screens.choice_picker import Choice as PickerChoice
 from newt.ui.screens.choice_picker import ChoicePickerScreen, model_detail
 
 if TYPE_CHECKING:
-    from newt.agent.conversation_settings import ChatSettings
+    from newt.agent.session.settings import ChatSettings
     from newt.ui.command_host import CommandHost
     from newt.ui.session_api import SessionLike
 

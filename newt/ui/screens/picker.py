@@ -4,7 +4,7 @@ rename (r) or delete (d) the highlighted one.
 Focus starts in the search box; the arrow keys take it to the list, where
 r and d act and any other letter goes back to the search. After a rename or
 a delete the focus is on the list again. Deleting asks
-once and says what went (newt.agent.memory_admin's ForgetReport).
+once and says what went (newt.agent.own_memory.records's ForgetReport).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from newt.ui.format import clean, one_line, retention_header
 from newt.ui.screens.record import Fetch, RecordScreen
 
 if TYPE_CHECKING:
-    from newt.agent.views import EvidenceCapsule, RetentionReport
+    from newt.agent.display import EvidenceCapsule, RetentionReport
 
 EXCERPT_CHARS = 400
 WHO = {"user": "you", "assistant": "the model", "tool": "a tool"}

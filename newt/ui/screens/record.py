@@ -15,8 +15,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import LoadingIndicator, Static
 
-from newt.agent.views import FoldView
-from newt.agent.views import RecordView as MemoryRecord
+from newt.agent.display import FoldView
+from newt.agent.display import RecordView as MemoryRecord
 from newt.ui.format import clean, one_line
 from newt.ui.widgets.entries import CompactionEntry, fold_size
 

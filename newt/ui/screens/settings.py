@@ -20,7 +20,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Static, TextArea
 
-from newt.agent.conversation_settings import ChatSettings, SettingsError, settings_from_form
+from newt.agent.session.settings import ChatSettings, SettingsError, settings_from_form
 from newt.ui.format import clean, one_line
 
 

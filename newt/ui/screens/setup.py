@@ -25,8 +25,8 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Button, Input, Label, ProgressBar, Static
 
-from newt.agent.local_catalogue import FETCH_LATER, LocalChoice, local_choices, prepare_choice
-from newt.agent.local_model import (
+from newt.agent.local.catalogue import FETCH_LATER, LocalChoice, local_choices, prepare_choice
+from newt.agent.local.first_run import (
     Plan,
     Progress,
     ProgressFn,

@@ -13,8 +13,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
+from newt.agent.display import ReplyStats
 from newt.agent.events import AgentEvent, Compacted, TextDelta, ThinkingDelta, TurnError
-from newt.agent.views import ReplyStats
 
 END = object()
 PUMP_SLICE = 0.005  # seconds of the session's work after which the event loop gets a turn

@@ -25,7 +25,7 @@ from newt.ui.widgets.messages import EntryWidget, FoldLine, widget_for
 from newt.ui.widgets.reply_parts import ThinkingBlock
 
 if TYPE_CHECKING:
-    from newt.agent.views import FoldView, HistoryEntry
+    from newt.agent.display import FoldView, HistoryEntry
 
 History = Callable[[], Awaitable[Sequence["HistoryEntry"]]]
 
@@ -128,7 +128,7 @@ class ChatLog(VerticalScroll, LogHost, can_focus=True):
         """The conversation's folds as its durable log has them now (None: no log)."""
         if self.history is None:
             return None
-        from newt.agent.views import fold_views  # loaded with the agent (see format.clean)
+        from newt.agent.display import fold_views  # loaded with the agent (see format.clean)
 
         return fold_views(await self.history())
 

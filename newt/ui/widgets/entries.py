@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from newt.ui.format import clean
 
 if TYPE_CHECKING:
-    from newt.agent.views import FoldedTurn, FoldView, HistoryEntry, ReplyStats
+    from newt.agent.display import FoldedTurn, FoldView, HistoryEntry, ReplyStats
 
 
 @dataclass
@@ -120,7 +120,7 @@ def fold_size(turns: Sequence[FoldedTurn]) -> str:
 
 def compaction_summary(record: str) -> str:
     """The summary body of a compaction record, without the marker boilerplate."""
-    from newt.agent.views import compaction_summary as record_summary  # see format.clean
+    from newt.agent.display import compaction_summary as record_summary  # see format.clean
 
     return clean(record_summary(record))
 
@@ -147,7 +147,7 @@ def entries_from_history(turns: Sequence[HistoryEntry]) -> list[Entry]:
     becomes a fold line where it was written; one that only put a written
     summary in shows nowhere (the fold it summarized says so when opened),
     as a live session never shows it either."""
-    from newt.agent.views import fold_views  # loaded with the agent, like format.clean
+    from newt.agent.display import fold_views  # loaded with the agent, like format.clean
 
     folds = {f.row_id: f for f in fold_views(turns)}
     entries: list[Entry] = []

@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 from newt.ui.format import clean, retention_header, said_on
 
 if TYPE_CHECKING:
-    from newt.agent.views import EvidenceCapsule, RetentionReport
+    from newt.agent.display import EvidenceCapsule, RetentionReport
 
 EXCERPT_CHARS = 400  # the excerpt is already budget-bounded; this only guards layout
 # Why the reply may ignore the last few messages: a lookup went out without them.

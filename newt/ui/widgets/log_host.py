@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from newt.agent.views import FoldView
+    from newt.agent.display import FoldView
 
 
 class LogHost:

@@ -37,8 +37,8 @@ from newt.ui.widgets.reply_parts import ThinkingBlock, footer_text, pace_text
 if TYPE_CHECKING:
     from textual.timer import Timer
 
+    from newt.agent.display import ReplyStats
     from newt.agent.events import ReplyPace
-    from newt.agent.views import ReplyStats
     from newt.ui.widgets.streaming_markdown import StreamingMarkdown
 
 STOP_HINT = "… Esc or ctrl+c stops the reply"  # the status line of a reply while it streams

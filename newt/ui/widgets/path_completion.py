@@ -1,6 +1,6 @@
 """`@path` completion for the prompt bar: the word at the cursor, its matches.
 
-The matches come from newt.agent.attachments.complete_path (relative to the
+The matches come from newt.agent.turn.attachments.complete_path (relative to the
 working directory, `~` expanded); taking one replaces the word being typed,
 and a directory keeps the menu open for its entries.
 """
@@ -35,7 +35,7 @@ def path_options(area: TextArea) -> list[Option]:
     _, _, typed = found
     # Imported on first use: attachments brings hashlib (~10 ms), which the
     # first frame does not need.
-    from newt.agent.attachments import complete_path
+    from newt.agent.turn.attachments import complete_path
 
     names = complete_path(typed, Path.cwd())
     if typed in names:  # a whole file name: Enter sends, the menu must not take it

@@ -19,8 +19,8 @@ from newt.ui.format import one_line, tokens
 from newt.ui.widgets.log_host import LogHost
 
 if TYPE_CHECKING:
+    from newt.agent.display import ReplyStats
     from newt.agent.events import ReplyPace
-    from newt.agent.views import ReplyStats
 
 PREVIEW_WIDTH = 72
 SLOW_FIRST_TOKEN_S = 1.0  # a shorter wait for the first token is not worth a word

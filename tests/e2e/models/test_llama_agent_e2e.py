@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from newt.backend.local_server import LocalLlamaServer
+from newt.local.server import LocalLlamaServer
 from tests.agent_helpers import newt_cmd
 from tests.llama_server import obtain_llama_server
 

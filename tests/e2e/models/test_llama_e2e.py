@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from newt.backend.capabilities import record_overflow, record_probe, resolve_budget
 from newt.backend.client import ChatClient
 from newt.backend.errors import ContextLengthExceededError
+from newt.backend.learned_limits import record_overflow, record_probe, resolve_budget
 from newt.backend.probe import ProbeResult, probe_context_window
 from newt.backend.types import ChatResult, StreamEvent, TextDelta
 from newt.store import Store

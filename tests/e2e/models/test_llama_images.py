@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.attachments import AttachmentError
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
+from newt.agent.turn.attachments import AttachmentError
 from newt.store.image_support import ImageSupportRepo
 from tests.agent_helpers import done_of, make_config, run_turn
 from tests.llama_server import LlamaServer

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from newt.agent.local_switch import KnownModel, ManagedLocal, managed_server
+from newt.agent.local.managed_server import KnownModel, ManagedLocal, managed_server
 from newt.config import load_config
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage
@@ -49,8 +49,8 @@ async def test_switching_between_smollm2_and_gemma_on_the_real_llama_server(
     window newt chose (SmolLM2 2048, Gemma's trained 32k cut to 8192). Replies are
     capped at 24 tokens so the 2-core machine answers in seconds (the cap is not
     what is tested)."""
-    from newt.agent import local_switch
-    from newt.backend.local_server import default_model_path
+    from newt.agent.local import managed_server as local_switch
+    from newt.local.server import default_model_path
     from tests.llama_server import obtain_llama_server
 
     binary, gemma = obtain_llama_server()

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
 from newt.memory.types import COMPACTION_MARKER
 from newt.recall.presentation import NEWER_ABOVE
 from tests.agent_helpers import make_config, run_turn

@@ -15,11 +15,11 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.local_switch import PROMPT_BATCH_TOKENS
-from newt.agent.session import ChatSession
-from newt.agent.text_tool_calls import parse
-from newt.agent.tools import TOOL_SCHEMAS
-from newt.backend.local_server import LocalLlamaServer, reply_token_cap
+from newt.agent.local.managed_server import PROMPT_BATCH_TOKENS
+from newt.agent.session.chat_session import ChatSession
+from newt.agent.tools.builtin import TOOL_SCHEMAS
+from newt.agent.tools.text_calls import parse
+from newt.local.server import LocalLlamaServer, reply_token_cap
 from newt.store import Store
 from tests.agent_helpers import make_config, run_turn
 from tests.llama_server import obtain_chat_model, obtain_llama_server

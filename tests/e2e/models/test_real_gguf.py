@@ -1,12 +1,12 @@
-"""newt's GGUF header reader (newt/local_models/gguf.py) on the real models the test
+"""newt's GGUF header reader (newt/local/models/gguf.py) on the real models the test
 command caches in ~/.cache/newt-llama: SmolLM2-135M-Instruct, a chat model, and
 all-MiniLM-L6-v2, an embedding model. The reader on made-up headers is in
 tests/unit/local_models/test_local_models.py."""
 
 from __future__ import annotations
 
-from newt.backend.local_server import default_model_path, embedding_model_path
-from newt.local_models.gguf import read_info
+from newt.local.models.gguf import read_info
+from newt.local.server import default_model_path, embedding_model_path
 
 
 def test_the_gguf_header_reader_reads_a_real_model() -> None:

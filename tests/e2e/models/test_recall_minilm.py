@@ -16,7 +16,7 @@ import pytest
 
 from newt.backend.embeddings import EmbeddingsClient
 from newt.config import Config
-from newt.local_setup import MINILM_PACKAGE, embedding_wheel_path, verify
+from newt.local.setup import MINILM_PACKAGE, embedding_wheel_path, verify
 from newt.recall import RecallEngine, RecallRequest
 from newt.recall.embedder import LOCAL_SPACE, UNPACKED_DIR, LocalEmbedder
 from newt.recall.minilm import MiniLM, unpack

@@ -83,7 +83,7 @@ def test_the_wheel_holds_every_module_stylesheet_and_asset(wheel: Path) -> None:
     assert any(name.endswith(".tcss") for name in expected)
     assert "newt/ui/screens/chat.tcss" in expected and "newt/assets/config.toml" in expected
     assert sorted(expected - shipped) == []
-    assert b"newt = newt.cli:main" in entry_points
+    assert b"newt = newt.cli.main:main" in entry_points
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.detached_summary import writer_pid_file
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
+from newt.agent.session.detached_writers import writer_pid_file
 from newt.memory import record_summary
 from newt.memory.compaction import base_summary, owed_folds, unsummarized_messages
 from tests.agent_helpers import done_of, make_config, run_turn

@@ -448,7 +448,7 @@ def test_incognito_is_for_a_chat(home: Path) -> None:
 async def test_incognito_in_the_tui(fake_openai: FakeOpenAI, home: Path) -> None:
     """`newt --incognito -c` in the TUI: the resumed conversation leaves memory
     before the first turn, and the new turn is never indexed."""
-    from newt.cli_memory import incognito_app
+    from newt.cli.memory import incognito_app
     from newt.config import load_config
     from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 
@@ -481,7 +481,7 @@ async def test_applying_an_incognito_preset_turns_incognito_on(
     """`/preset NAME` (and the TUI's `--preset`) go through apply_preset: an
     incognito preset turns it on for the open conversation and takes its
     records out; a preset without it never turns it off."""
-    from newt.agent.session import ChatSession
+    from newt.agent.session.chat_session import ChatSession
     from tests.agent_helpers import make_config, run_turn
 
     text = CONFIG + "[presets.private]\nincognito = true\n[presets.open]\ntemperature = 0.5\n"

@@ -142,7 +142,7 @@ def test_ctrl_c_exits(fake_openai: FakeOpenAI, history: Path) -> None:
 
 STUBBORN = """
 import asyncio, sys
-from newt.agent.bounded_exit import run_bounded
+from newt.cli.bounded_exit import run_bounded
 
 async def stubborn():
     while True:  # swallows every cancel, as a buggy background loop might

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from newt.cli import _local_model, _start_local
+from newt.cli.main import _local_model, _start_local
 from newt.config import load_config, save_local_choice
 from newt.ui.app import NewtApp
 from newt.ui.screens.setup import SetupScreen

@@ -2,7 +2,7 @@
 the chat and the first run's choice write `[backend] local_model`, and later plain
 `newt` runs start that model again.
 
-The command-line tests run `newt.cli.main` with the server start and the TUI
+The command-line tests run `newt.cli.main.main` with the server start and the TUI
 replaced by recorders (what reaches them is what would run). The first-run test
 is the real app (Pilot) with the real discovery on a fake machine and a stand-in
 llama-server (tests/fake_openai.py, which speaks llama-server's flags).
@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from textual.widgets import Button, Static
 
-import newt.cli
+import newt.cli.main
 import newt.ui.app
-from newt.backend.local_server import free_port
-from newt.cli import _local_model, main
+from newt.cli.main import _local_model, main
 from newt.config import load_config, save_local_choice
-from newt.local_models import cli as local_cli
+from newt.local.models import cli as local_cli
+from newt.local.server import free_port
 from newt.ui.app import NewtApp
 from newt.ui.screens.setup import SetupScreen
 from newt.ui.widgets.messages import AssistantMessage
@@ -59,9 +59,9 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         seen[-1]["tui"] = True
         return 0
 
-    monkeypatch.setattr(newt.cli, "_start_local", start_local)
+    monkeypatch.setattr(newt.cli.main, "_start_local", start_local)
     monkeypatch.setattr(newt.ui.app, "run_tui", run_tui)
-    monkeypatch.setattr("newt.agent.print_mode.run_print", lambda *a, **k: _done(seen, "print"))
+    monkeypatch.setattr("newt.cli.print_mode.run_print", lambda *a, **k: _done(seen, "print"))
     return seen
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from newt.agent.local_switch import KnownModel, ManagedLocal, managed_server
+from newt.agent.local.managed_server import KnownModel, ManagedLocal, managed_server
 from newt.config import load_config
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage
@@ -167,8 +167,8 @@ def test_the_known_models_are_downloaded_ones_then_found_ones_then_smollm2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A catalogue download is also a file in the HF cache: listed once, by its name."""
-    from newt.agent import local_switch
-    from newt.local_setup import SMOLLM_FILE
+    from newt.agent.local import managed_server as local_switch
+    from newt.local.setup import SMOLLM_FILE
     from tests.unit.local_models.test_local_models import fake_machine
 
     user = tmp_path / "user"

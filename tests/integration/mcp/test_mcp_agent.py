@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.session import ChatSession
-from newt.agent.tools import MAX_SHOWN_RESULT_CHARS
+from newt.agent.session.chat_session import ChatSession
+from newt.agent.tools.builtin import MAX_SHOWN_RESULT_CHARS
 from newt.config import Config
 from newt.recall import RecallRequest
 from newt.store import Store

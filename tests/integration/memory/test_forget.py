@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from newt.agent.session import ChatSession, SessionError
+from newt.agent.session.chat_session import ChatSession, SessionError
 from newt.errors import NewtError, user_message
 from newt.memory.forget_quotes import DROPPED_SUMMARY
 from tests.agent_helpers import make_config, run_turn

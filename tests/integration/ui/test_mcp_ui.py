@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from newt.agent.tool_approval import denied_result
+from newt.agent.tools.approval import denied_result
 from newt.config import Config, load_config
 from newt.ui.app import NewtApp
 from newt.ui.screens.chat import ChatScreen

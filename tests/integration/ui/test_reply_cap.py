@@ -10,7 +10,7 @@ from typing import Any
 
 from textual.widgets import Input
 
-from newt.cli import _start_local
+from newt.cli.main import _start_local
 from newt.config import load_config
 from newt.ui.app import NewtApp
 from newt.ui.screens.settings import SettingsScreen

@@ -209,7 +209,7 @@ async def test_memory_lists_the_folds_of_the_conversation(
 
 
 def row(row_id: int, kind: str = "turn", **fields: Any) -> Any:
-    from newt.agent.views import HistoryEntry
+    from newt.agent.display import HistoryEntry
 
     fields.setdefault("status", "complete")
     fields.setdefault("user", f"words of {row_id}")
@@ -221,7 +221,7 @@ def test_a_fold_is_summarized_at_the_first_record_that_no_longer_owes_its_turns(
     """What the fold screen and /memory say, from the log alone: a summary
     that lands while a later fold is owed covers the earlier fold only, and a
     record that only puts a summary in is no fold of its own."""
-    from newt.agent.views import fold_views
+    from newt.agent.display import fold_views
     from newt.ui.widgets.entries import fold_size, turn_span
 
     owed = "No summary written yet: {} message(s) were removed in 1 step(s)."

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from textual.widgets import Input, OptionList, ProgressBar, Static
 
-from newt.cli_import import run_import
+from newt.cli.import_command import run_import
 from newt.ui.app import NewtApp
 from newt.ui.command_palette import SlashCommandProvider
 from newt.ui.screens.chat import ChatScreen

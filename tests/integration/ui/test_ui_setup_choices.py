@@ -9,8 +9,8 @@ from pathlib import Path
 from textual.app import App
 from textual.widgets import Button, Static
 
-from newt.agent.local_catalogue import LocalChoice
-from newt.local_setup import Plan, SetupError
+from newt.agent.local.catalogue import LocalChoice
+from newt.local.setup import Plan, SetupError
 from newt.ui.screens.setup import LocalModel, SetupScreen
 
 FOUND = LocalChoice("llama3.2:3b", "2.0 GB, found in Ollama", path=Path("/models/blob"))

@@ -17,7 +17,7 @@ import pytest
 from textual.widgets import Button, Input, ProgressBar, Static
 
 from newt.config import load_config
-from newt.local_setup import EMBEDDING_MODEL_FILE
+from newt.local.setup import EMBEDDING_MODEL_FILE
 from newt.ui.app import NewtApp
 from newt.ui.screens.setup import SetupScreen
 from newt.ui.widgets.messages import AssistantMessage

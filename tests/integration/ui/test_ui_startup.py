@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
 from newt.config import Config
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage, UserMessage

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from newt.agent import events as ev
-from newt.agent.conversation_settings import ChatSettings, ModelChoice
-from newt.agent.memory_admin import ForgetReport, MemoryHit
-from newt.agent.memory_status import MemoryStatus
-from newt.agent.tool_approval import Approver
-from newt.agent.views import HistoryEntry, history_entries
+from newt.agent.display import HistoryEntry, history_entries
+from newt.agent.own_memory.records import ForgetReport, MemoryHit
+from newt.agent.own_memory.status import MemoryStatus
+from newt.agent.session.settings import ChatSettings, ModelChoice
+from newt.agent.tools.approval import Approver
 from newt.chat_settings import Preset
 from newt.config import Config
 from newt.recall import EvidenceCapsule, RetentionReport

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
 from newt.memory import COMPACTION_MARKER
 from newt.recall import RecallRequest
 from newt.recall.presentation import evidence_block

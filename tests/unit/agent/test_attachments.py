@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.attachments import (
+from newt.agent.session.chat_session import ChatSession
+from newt.agent.turn.attachments import (
     ATTACHMENT_WINDOW_SHARE,
     AttachmentError,
     complete_path,
     mentions,
     prepare,
 )
-from newt.agent.session import ChatSession
 from newt.backend.classify import classify_error
 from newt.backend.errors import ImagesUnsupportedError
 from newt.recall import RecallRequest

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from newt.agent.conversation_settings import effective_system_prompt
 from newt.agent.errors import SessionError
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
+from newt.agent.session.settings import effective_system_prompt
 from newt.chat_settings import ChatSettings, SettingsError, settings_from_form
 from newt.config import ConfigError, load_config
 from newt.store import Store, StoredSettings

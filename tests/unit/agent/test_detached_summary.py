@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from newt.agent.detached_summary import stop_detached_writer, writer_pid_file
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
+from newt.agent.session.detached_writers import stop_detached_writer, writer_pid_file
 from newt.memory import record_summary
 from newt.store import Store
 from tests.agent_helpers import make_config, run_turn

@@ -14,7 +14,7 @@ import pytest
 
 from newt.agent import events as ev
 from newt.agent.errors import SessionError
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
 from newt.chat_settings import ChatSettings
 from newt.recall import RecallRequest
 from tests.agent_helpers import done_of, make_config, run_turn

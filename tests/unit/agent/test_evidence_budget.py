@@ -8,7 +8,7 @@ import json
 import math
 
 from newt.agent import events as ev
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
 from newt.config import RecallConfig
 from newt.recall.evidence import (
     EVIDENCE_SHARE,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from newt.agent.forget_parts import cut, holds_more
+from newt.agent.own_memory.forget_parts import cut, holds_more
 
 FACTS = "My sister lives in Tromsø, I'm allergic to peanuts, my dog is called Pixel"
 

@@ -1,9 +1,9 @@
-"""ChatSession is composed, not mixed in (issue 27, items 1 and 3).
+"""ChatSession is composed, not mixed in.
 
-The session owns its parts (newt/agent/session.py's docstring lists them) and
+The session owns its parts (newt/agent/session/chat_session.py's docstring lists them) and
 hands each what it needs; no part reaches into another's private members, and
 nothing in the agent layer probes at run time whether an object can do
-something: capabilities are Protocols (newt/memory/capabilities.py,
+something: capabilities are Protocols (newt/memory/provider_features.py,
 history_import.ImportTarget) checked with isinstance, or typed parameters.
 """
 
@@ -14,28 +14,22 @@ import ast
 import pytest
 
 from newt.agent.history_import import ImportFormatError, import_history
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
 from tests.agent_helpers import make_config
 from tests.fake_openai import FakeOpenAI
 from tests.paths import REPO, TESTS
 from tests.unit.project.test_no_probes import probes
 
 AGENT = REPO / "newt" / "agent"
-PARTS = (
-    "session.py",
-    "session_turns.py",
-    "model_link.py",
-    "conversation_lifecycle.py",
-    "conversation_edits.py",
-    "conversation_settings.py",
-    "memory_commands.py",
-    "forgetting.py",
-    "background_probe.py",
-    "mcp_controls.py",
+# the session's room and the user's memory as it serves it: every part, whatever joins
+PARTS = sorted(
+    path.relative_to(AGENT).as_posix()
+    for room in ("session", "own_memory")
+    for path in (AGENT / room).glob("*.py")
 )
 OWN = {"self", "cls"}
 # open() is ChatSession's own classmethod, setting up the instance it built
-ALLOWED = {"session.py: session._owns_store"}
+ALLOWED = {"session/chat_session.py: session._owns_store"}
 CHATGPT = TESTS / "fixtures" / "import" / "chatgpt_conversations.json"
 
 

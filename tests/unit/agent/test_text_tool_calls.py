@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.text_tool_calls import ToolTextGate, parse
+from newt.agent.tools.text_calls import ToolTextGate, parse
 from tests.agent_helpers import reply_of, run_turn
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.unit.agent.test_agent_loop import close, open_session

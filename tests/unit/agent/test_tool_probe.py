@@ -4,8 +4,8 @@ is not offered them (issue 43, item 2). The fake server stands in for llama-serv
 
 from __future__ import annotations
 
-from newt.agent.session import ChatSession
-from newt.agent.tool_probe import PROBE_TOOL
+from newt.agent.session.chat_session import ChatSession
+from newt.agent.tools.probe import PROBE_TOOL
 from newt.store import Store
 from tests.agent_helpers import make_config, run_turn
 from tests.fake_openai import FakeOpenAI, RecordedRequest, Reply

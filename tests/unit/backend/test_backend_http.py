@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
 from newt.backend import http as newt_http
 from newt.backend.http import LazyTrustContext, async_client
 from newt.config import load_config

@@ -16,8 +16,8 @@ import pytest
 
 from newt.backend.client import ChatClient
 from newt.backend.errors import LocalServerError
-from newt.backend.local_server import LocalLlamaServer, find_llama_server
 from newt.backend.types import ChatResult
+from newt.local.server import LocalLlamaServer, find_llama_server
 from tests.paths import FAKE_SERVER, REPO
 
 
@@ -157,7 +157,7 @@ def test_missing_model_says_how_to_get_it(fake_binary: Path, tmp_path: Path):
 CRASHING_PARENT = textwrap.dedent(
     """
     import os, sys
-    from newt.backend.local_server import LocalLlamaServer
+    from newt.local.server import LocalLlamaServer
     server = LocalLlamaServer(sys.argv[1], binary=sys.argv[2])
     server.start()
     print(server.process.pid, flush=True)

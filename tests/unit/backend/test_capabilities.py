@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from newt.backend.capabilities import (
+from newt.backend.learned_limits import (
     BudgetResolution,
     record_accepted_prompt,
     record_overflow,

@@ -5,7 +5,7 @@ does when a request carries `return_progress`."""
 from __future__ import annotations
 
 from newt.agent import events as ev
-from newt.agent.reply_pace import PaceMeter
+from newt.agent.turn.reply_pace import PaceMeter
 from newt.backend.client import ChatClient
 from newt.backend.types import ChatResult, PromptProgress, TextDelta
 from newt.ui.widgets.reply_parts import pace_text

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.export import export_conversation
-from newt.agent.session import ChatSession
-from newt.cli_import import import_main, run_import
+from newt.agent.session.chat_session import ChatSession
+from newt.agent.session.export import export_conversation
+from newt.cli.import_command import import_main, run_import
 from newt.importing import ImportFormatError, import_conversations, read_source
 from newt.store import Store
 from tests.agent_helpers import make_config, run_turn
@@ -277,7 +277,7 @@ def test_newt_import_is_a_command_of_newt(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`newt import PATH` goes through newt's own entry point, then the import is listed."""
-    from newt.cli import main
+    from newt.cli.main import main
 
     make_config("http://127.0.0.1:9/v1")
     assert main(["import", str(FIXTURES / "claude_conversations.json")]) == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from newt.agent.session import ChatSession
+from newt.agent.session.chat_session import ChatSession
 from newt.importing import ImportSummary, import_conversations, read_source
 from newt.store import Store
 from tests.agent_helpers import make_config, run_turn

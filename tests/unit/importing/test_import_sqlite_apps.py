@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from newt.cli_import import import_main
+from newt.cli.import_command import import_main
 from newt.importing import default_path, import_conversations, read_source
 from newt.store import Store
 from tests.agent_helpers import make_config

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from newt.agent.local_model import local_embeddings_server, use_local_embeddings
-from newt.backend.local_server import LocalLlamaServer, reply_token_cap
+from newt.agent.local.first_run import local_embeddings_server, use_local_embeddings
 from newt.config import Config
-from newt.local_setup import EMBEDDING_MODEL_FILE
+from newt.local.server import LocalLlamaServer, reply_token_cap
+from newt.local.setup import EMBEDDING_MODEL_FILE
 from tests.agent_helpers import newt_cmd
 from tests.paths import FAKE_SERVER
 

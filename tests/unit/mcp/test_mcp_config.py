@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from newt.cli import main
+from newt.cli.main import main
 from newt.config import ConfigError, default_config_text, load_config
 
 
@@ -133,7 +133,8 @@ def test_a_bad_mcp_section_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_config_does_not_load_the_sdk_and_the_manager_no_textual() -> None:
     # the SDK takes about a second to import: only a config with servers pays it
     code = (
-        "import sys, newt.config, newt.cli, newt.agent.mcp_tools, newt.agent.session\n"
+        "import sys, newt.config, newt.cli.main, newt.agent.tools.mcp\n"
+        "import newt.agent.session.chat_session\n"
         "assert 'mcp' not in sys.modules and 'newt.mcp.manager' not in sys.modules\n"
         "import newt.mcp.manager\n"
         "assert not [m for m in sys.modules if m.split('.')[0] == 'textual']\n"

@@ -11,7 +11,7 @@ from newt.agent.errors import ConversationNotFound
 from newt.backend.errors import RateLimitedError, UnreachableError
 from newt.backend.models import ModelListUnavailable
 from newt.chat_settings import SettingsError
-from newt.cli import UsageError
+from newt.cli.main import UsageError
 from newt.config import ConfigError
 from newt.errors import NewtError, user_message
 from newt.importing.model import ImportFormatError

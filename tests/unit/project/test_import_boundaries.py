@@ -21,8 +21,7 @@ CORE = (
     "newt.store",
     "newt.mcp",
     "newt.importing",
-    "newt.local_models",
-    "newt.local_setup",
+    "newt.local",
 )
 # The layers below the agent never import it: the arrows run one way.
 BELOW_AGENT = (
@@ -32,8 +31,7 @@ BELOW_AGENT = (
     "newt.store",
     "newt.mcp",
     "newt.importing",
-    "newt.local_models",
-    "newt.local_setup",
+    "newt.local",
 )
 # What the UI may import of newt: the agent layer (its views, events and
 # session) and the configuration. Never the store, recall, memory or backend.
@@ -100,7 +98,7 @@ def test_nothing_below_the_agent_imports_it() -> None:
         for mod in MODULES
         if within(mod, BELOW_AGENT)
         for imp in imports_of(mod)
-        if within(imp, ("newt.agent", "newt.ui", "newt.cli"))
+        if within(imp, ("newt.agent", "newt.ui", "newt.cli.main"))
     }
     assert not bad, sorted(bad)
 
@@ -110,10 +108,10 @@ def test_the_local_setup_imports_only_itself_and_the_standard_library() -> None:
     bad = {
         f"{mod} imports {imp}"
         for mod in MODULES
-        if within(mod, ("newt.local_setup",))
+        if within(mod, ("newt.local.setup",))
         for imp in imports_of(mod)
         if imp != "__future__"
-        and not within(imp, ("newt.local_setup",))
+        and not within(imp, ("newt.local.setup",))
         and imp.split(".")[0] not in sys.stdlib_module_names
     }
     assert not bad, sorted(bad)
@@ -146,5 +144,23 @@ def test_no_import_cycles_between_newt_modules() -> None:
 
 def test_the_walk_sees_imports_hidden_from_the_runtime() -> None:
     # the test would be worthless if it missed TYPE_CHECKING or local imports
-    assert "newt.agent.session" in imports_of("newt.ui.app")  # a function-local import
+    assert "newt.agent.session.chat_session" in imports_of("newt.ui.app")  # a function-local import
     assert "newt.ui.commands" in imports_of("newt.ui.command_host")  # under TYPE_CHECKING
+
+
+def test_only_the_entry_point_imports_the_front_ends() -> None:
+    # newt/cli/ is the top of the house: the UI, the agent and below never reach up into it
+    bad = {
+        f"{mod} imports {imp}"
+        for mod in MODULES
+        if not within(mod, ("newt.cli", "newt.__main__"))
+        for imp in imports_of(mod)
+        if within(imp, ("newt.cli",))
+    }
+    assert not bad, sorted(bad)
+
+
+def test_the_agent_keeps_its_concerns_in_rooms() -> None:
+    # a new module joins a room (session/, turn/, tools/, own_memory/, local/) or makes one
+    top = sorted(p.name for p in (ROOT / "agent").glob("*.py"))
+    assert len(top) <= 15, top

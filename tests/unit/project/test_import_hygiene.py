@@ -6,14 +6,14 @@ import subprocess
 import sys
 
 CORE = [
-    "newt.agent.session",
-    "newt.agent.print_mode",
+    "newt.agent.session.chat_session",
+    "newt.cli.print_mode",
     "newt.memory",
     "newt.recall",
     "newt.backend",
     "newt.store",
     "newt.config",
-    "newt.cli",
+    "newt.cli.main",
 ]
 
 

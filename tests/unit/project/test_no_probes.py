@@ -1,7 +1,7 @@
 """newt never probes at run time whether an object can do something
 (issue 27, item 3): what the UI needs of a session is declared in
 newt/ui/session_api.py, what the agent needs of a provider in
-newt/memory/capabilities.py, checked by mypy, and called directly.
+newt/memory/provider_features.py, checked by mypy, and called directly.
 
 A probe is `getattr(obj, "name", ...)` or `hasattr(obj, "name")` with the
 name written out. A computed name (`getattr(self, f"cmd_{name}")`) is dispatch,
@@ -21,7 +21,7 @@ FOREIGN = {
     # sqlite3 sets the code only on errors it raises itself, not on one made in Python
     "newt/store/db.py": {"sqlite_errorcode"},
     # the stdlib's feature test for the extraction filter (backported to some 3.11s)
-    "newt/local_setup/build.py": {"data_filter"},
+    "newt/local/setup/build.py": {"data_filter"},
 }
 
 

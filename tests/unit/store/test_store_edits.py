@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from newt.agent.export import export_conversation
+from newt.agent.session.export import export_conversation
 from newt.store import Database, Store
 from newt.store.live_log import effective_resident, fork_rows, live_rows
 from newt.store.migrations import MIGRATIONS

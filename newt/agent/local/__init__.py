@@ -1,0 +1,1 @@
+"""Local models as the front ends use them: first run, the catalogue, the managed server."""

@@ -1,0 +1,84 @@
+"""`/note` and `/compact`: the user's commands that change what memory holds now
+(ChatSession owns one).
+
+A note replaced or removed (by /note or the model's save_note) rewrites the
+log without its old words (newt.agent.own_memory.owned_notes), so the working set is
+rebuilt from the log after it: `after_correction`, which the session's turn
+also runs. A /compact folds everything but the newest turn into the record and
+waits for its summary, under the session lock and the conversation's writer lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from newt.agent import events as ev
+from newt.agent.errors import SessionError
+from newt.agent.own_memory.note_command import is_read_only_note_command, run_note_command
+from newt.agent.own_memory.owned_notes import OwnedNotes
+from newt.agent.session.background_summary import BackgroundSummary
+from newt.agent.session.conversation_log import ConversationLog
+from newt.agent.session.lifecycle import ConversationLifecycle
+from newt.agent.session.model_link import ModelLink
+from newt.memory import CompactingProvider
+from newt.memory.notes import NoteBook
+from newt.memory.provider_features import Summarizing
+
+
+class MemoryCommands:
+    def __init__(
+        self,
+        lock: asyncio.Lock,
+        log: ConversationLog,
+        summaries: BackgroundSummary,
+        owned_notes: OwnedNotes,
+        lifecycle: ConversationLifecycle,
+        link: ModelLink,
+        notes: Callable[[], NoteBook],
+    ) -> None:
+        self.lock = lock
+        self.log = log
+        self.summaries = summaries
+        self.owned_notes = owned_notes
+        self.lifecycle = lifecycle
+        self.link = link
+        self.notes = notes
+
+    async def note(self, arg: str) -> str:
+        """The /note sub-language: `<text>`, `replace <old> => <new>`, `remove <text>`, `list`."""
+        if is_read_only_note_command(arg):
+            return await run_note_command(self.notes(), self.owned_notes, arg)
+        if self.log.unsaved:  # incognito writes nothing to disk, a note neither
+            raise SessionError("incognito saves nothing, notes neither: /incognito off first")
+        async with self.lock:
+            answer = await run_note_command(self.notes(), self.owned_notes, arg)
+            await self.after_correction()
+            self.link.recall_parts.stored()
+            return answer
+
+    async def after_correction(self) -> None:
+        """A note was replaced or removed: the log was rewritten without its old
+        words, so the working set is rebuilt from it (the caller holds the lock)."""
+        if self.owned_notes.corrected:
+            self.owned_notes.corrected = False
+            await self.lifecycle.reload_current()
+
+    async def compact(self, focus: str | None = None) -> ev.Compacted | None:
+        """`/compact [focus]`: fold everything but the newest turn into the record
+        and wait for its summary (the user asked for it)."""
+        async with self.lock, self.lifecycle.writer():
+            conv = self.log.conversation
+            if conv is None:
+                return None
+            if await self.log.changed_elsewhere():
+                await self.lifecycle.load(conv)
+            provider = self.link.provider
+            if not isinstance(provider, CompactingProvider):
+                return None
+            if not await provider.compact(focus or None):
+                return None
+            await self.summaries.cancel()
+            if isinstance(provider, Summarizing):
+                await provider.refresh_summary()
+            return await self.log.persist_compaction(provider, "manual")

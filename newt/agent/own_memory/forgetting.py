@@ -1,0 +1,126 @@
+"""Forgetting, deleting and keeping out, as the session runs them (ChatSession owns one).
+
+`MemoryAdmin` (newt.agent.own_memory.records) does the work on the store and the
+recall engine; this runs each change under the session lock, a summary in
+flight stopped first (it may quote what goes), and then reloads what the
+session holds (the notes, and the conversation's working set if the change
+touched it), so no later request carries what went. A deleted conversation
+leaves the session in a fresh one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from newt.agent.errors import resolve_conversation
+from newt.agent.own_memory.records import ForgetReport, MemoryAdmin
+from newt.agent.session.background_summary import BackgroundSummary
+from newt.agent.session.conversation_log import ConversationLog
+from newt.agent.session.conversation_store import ConversationStore
+from newt.agent.session.lifecycle import ConversationLifecycle
+from newt.memory.notes import NoteBook
+from newt.store import Conversation
+from newt.store.forget import Forgotten
+
+Work = Callable[[], Awaitable[tuple[ForgetReport, Forgotten]]]
+
+
+class Forgetting:
+    def __init__(
+        self,
+        lock: asyncio.Lock,
+        store: ConversationStore,
+        log: ConversationLog,
+        summaries: BackgroundSummary,
+        admin: MemoryAdmin,
+        notes: Callable[[], NoteBook],
+        lifecycle: ConversationLifecycle,
+    ) -> None:
+        self.lock = lock
+        self.store = store
+        self.log = log
+        self.summaries = summaries
+        self.admin = admin
+        self.notes = notes
+        self.lifecycle = lifecycle
+
+    @property
+    def incognito(self) -> bool:
+        """This conversation (or the next one, before its first turn) is kept out of memory."""
+        conv = self.log.conversation
+        return conv.incognito if conv is not None else self.log.incognito
+
+    @property
+    def unsaved(self) -> bool:
+        """This conversation (or the next) lives in memory only: nothing of it is on disk."""
+        return self.log.unsaved
+
+    async def set_incognito(self, on: bool) -> ForgetReport | None:
+        """On: this conversation leaves the disk (newt.agent.session.conversation_store):
+        it goes on in memory, and what was stored of it is deleted as `newt
+        delete` deletes (the report says what went). Off: an incognito
+        conversation stays unsaved and a new one, which memory holds, starts
+        (an older one stored before incognito kept nothing lets memory hold
+        its next turns)."""
+        async with self.lock:
+            conv = self.log.conversation
+            self.log.incognito = on  # and the conversations /new starts after it
+            if conv is None:
+                return None
+            if not on:
+                if self.store.in_memory:
+                    await self.summaries.cancel()
+                    self.lifecycle.fresh()
+                    await self.store.drop_memory(conv.id)
+                else:
+                    await self.admin.let_in(conv)
+                return None
+            if self.store.in_memory:
+                return None
+            await self.summaries.cancel()
+            await self.store.copy_to_memory(conv)
+            report, _ = await self.admin.delete_conversation(conv)
+            await self.notes().reload(self.store.notes)  # notes made in it went with it
+            await self.lifecycle.reload(conv)
+            return report
+
+    async def forget(self, keys: list[str]) -> ForgetReport:
+        """Forget these records everywhere (newt.agent.own_memory.records)."""
+        return await self._forgetting(lambda: self.admin.forget(keys))
+
+    async def forget_matching(self, query: str, *, sentences: bool = False) -> ForgetReport:
+        return await self._forgetting(
+            lambda: self.admin.forget_matching(query, sentences=sentences)
+        )
+
+    async def forget_everything(self) -> ForgetReport:
+        return await self._forgetting(self.admin.forget_everything)
+
+    async def delete_conversation(self, id_or_prefix: str) -> tuple[Conversation, ForgetReport]:
+        """Delete a conversation (unique id prefix) and everything of it; the
+        open one is left for a fresh conversation."""
+        conv = await resolve_conversation(self.store.disk, id_or_prefix)
+        report = await self._forgetting(lambda: self.admin.delete_conversation(conv))
+        return conv, report
+
+    async def _forgetting(self, work: Work) -> ForgetReport:
+        async with self.lock:
+            await self.summaries.cancel()  # a summary in flight may quote it
+            report, done = await work()
+            await self._after_forget(done.touched)
+        return report
+
+    async def _after_forget(self, touched: set[str]) -> None:
+        await self.notes().reload(self.store.notes)  # in place: the provider reads this book
+        self.lifecycle.last_retention = None
+        conv = self.log.conversation
+        if conv is None:
+            return
+        current = await self.store.conversations.get(conv.id)
+        if current is None:  # deleted: the session goes on in a fresh conversation
+            self.lifecycle.fresh()
+        elif conv.id in touched:
+            await self.lifecycle.reload(current)
+        else:
+            conv.title = current.title

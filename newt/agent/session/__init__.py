@@ -1,0 +1,1 @@
+"""The session and its parts: one conversation at a time, under one lock."""

@@ -1,0 +1,125 @@
+"""The model a session talks to, and what is built for it (ChatSession owns one).
+
+One model on one backend: its chat client, what newt knows the backend can do
+(newt.agent.session.model_facts: the budget, tools, the live ceiling), the memory
+provider budgeted for that window, and the recall parts with the evidence a
+turn draws from them (vectors belong to a model: each embeds into its own
+space). `/model` replaces them all (`switch`); a probe that finds a new budget
+rebuilds the provider (`refresh`). The session's other parts are handed this
+object and read what they need from it each time, so they always see the
+current ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from newt.agent.session.model_facts import CapabilityTracker
+from newt.agent.session.provider_setup import make_client, session_provider
+from newt.backend.client import ChatClient
+from newt.config import Config
+from newt.memory import MemMessage, MemoryProvider
+from newt.memory.notes import NoteBook
+from newt.memory.provider_features import Anchored, Calibrating, Summarizing
+from newt.recall.evidence import EvidenceSource
+from newt.recall.service import RecallParts
+from newt.store import Store
+
+SUMMARY_REPLY_TOKENS = 600  # a summary's reply cap when the provider gives none
+
+
+class ModelLink:
+    def __init__(
+        self, config: Config, store: Store, client: ChatClient, notes: Callable[[], NoteBook]
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.client = client
+        self.notes = notes
+        """The session's notebook (the provider puts it in the system message)."""
+        self.model = config.backend.model
+        self.base_url = config.backend.base_url
+        self.recall_parts = RecallParts(store, config, self.base_url, self.model)
+        self.recall = self.recall_parts.engine
+        self.capabilities = CapabilityTracker(store.capabilities, config, self.base_url, self.model)
+        self.evidence = EvidenceSource(self.recall, store.notes, config, self.request_room)
+        self.provider: MemoryProvider = self._make_provider()
+
+    @property
+    def budget(self) -> Any:
+        return self.capabilities.budget
+
+    @property
+    def supports_tools(self) -> bool | None:
+        return self.capabilities.supports_tools
+
+    def request_room(self) -> int:
+        """Tokens a request may hold besides the reply reserve."""
+        ceiling, reserve = self.capabilities.ceiling_and_reserve()
+        return ceiling - reserve
+
+    def context_tokens(self) -> int:
+        return self.capabilities.ceiling_and_reserve()[0]
+
+    def estimate_tokens(self, text: str) -> int:
+        """The provider's (possibly calibrated) estimate, else chars/chars_per_token."""
+        if isinstance(self.provider, Anchored):
+            return int(self.provider.tokens_for(text))
+        per = max(1, self.config.estimation.chars_per_token)
+        return -(-len(text) // per)
+
+    def content_tokens(self, text: str) -> int:
+        """The same estimate for a piece of a message, without its glue."""
+        if isinstance(self.provider, Anchored):
+            return int(self.provider.content_tokens(text))
+        per = max(1, self.config.estimation.chars_per_token)
+        return -(-len(text) // per)
+
+    async def refresh(self, *, probe: bool) -> None:
+        """Re-resolve what the backend can do (probing it, if asked) and build
+        the provider for that budget, with the estimate learned so far."""
+        await self.capabilities.refresh(probe=probe)
+        self.provider = self._make_provider()
+        cap = self.capabilities.cached
+        if cap and cap.chars_per_token and isinstance(self.provider, Calibrating):
+            self.provider.set_chars_per_token(
+                cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens
+            )
+
+    async def switch(self, model: str) -> None:
+        """Talk to `model` from now on: a new client, capabilities, recall and
+        provider (the caller holds the session lock and restores the history)."""
+        self.model = self.config.backend.model = model
+        await self.client.aclose()
+        self.client = make_client(self.config, model)
+        self.capabilities = CapabilityTracker(
+            self.store.capabilities, self.config, self.base_url, model
+        )
+        await self.recall_parts.aclose()
+        self.recall_parts = RecallParts(self.store, self.config, self.base_url, model)
+        self.recall = self.evidence.recall = self.recall_parts.engine
+        self.recall_parts.start()
+        await self.refresh(probe=True)
+
+    async def aclose(self) -> None:
+        await self.recall_parts.aclose()
+        await self.client.aclose()
+
+    def _make_provider(self) -> MemoryProvider:
+        return session_provider(self.config, self.budget, self.notes(), self._summarize)
+
+    async def _summarize(self, messages: list[MemMessage]) -> str:
+        """Ask for a summary no longer than the record can hold: a longer one
+        is cut anyway, and on a one-slot server every token of it is a wait."""
+        provider = self.provider
+        cap = (
+            provider.summary_reply_tokens
+            if isinstance(provider, Summarizing)
+            else SUMMARY_REPLY_TOKENS
+        )
+        result = await self.client.complete(
+            [{"role": m.role, "content": m.content} for m in messages],
+            max_tokens=min(SUMMARY_REPLY_TOKENS, int(cap)),
+        )
+        return result.text.strip()

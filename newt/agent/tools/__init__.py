@@ -1,0 +1,1 @@
+"""The tools a turn offers the model: built-in, MCP, their approval and text-written calls."""

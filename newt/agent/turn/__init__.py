@@ -1,0 +1,1 @@
+"""One turn: store the words, gather evidence, fit the request, stream the rounds."""

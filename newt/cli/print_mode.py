@@ -1,0 +1,265 @@
+"""`newt -p`: one turn, streamed to stdout (or one JSON object with --json).
+
+The model's reasoning is left out unless --show-thinking: then it is printed
+first inside `<think>…</think>` (or, with --json, under a `thinking` key).
+
+Exit status: 0 on a reply, 1 when the backend failed (the user's message is
+saved and the conversation can be resumed with -c) or the reply was cut off
+(the stream broke, or the backend stopped it at its length cap:
+`finish_reason` "length"), 2 for bad input.
+Whatever way it ends, it ends in bounded time: the session is closed with
+`close_within` and cli runs it with `run_bounded` (newt/cli/bounded_exit.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from typing import Any, TextIO
+
+from newt.agent import events as ev
+from newt.agent.session.chat_session import ChatSession, MemoryStatus, dump_report
+from newt.agent.session.detached_writers import (
+    spawn_summary_writer,
+    spawn_vector_writer,
+    writer_pid_file,
+)
+from newt.agent.turn.oversize import too_large
+from newt.cli.bounded_exit import close_within
+from newt.cli.print_thinking import ThinkingPrinter, speed
+from newt.config import Config
+from newt.files import write_private
+from newt.memory.provider_features import Summarizing
+from newt.store import Store
+from newt.text import StreamSanitizer, strip_terminal_escapes
+
+# How long print mode waits, after the reply is out, for its turn's records
+# to be embedded (a few hundred milliseconds once the model is loaded).
+EMBED_AT_EXIT_S = 5.0
+
+
+async def run_print(
+    config: Config,
+    prompt: str,
+    *,
+    as_json: bool,
+    resume: str | None,
+    continue_latest: bool,
+    out: TextIO,
+    err: TextIO,
+    detach_summary: bool = True,
+    preset: str | None = None,
+    show_thinking: bool = False,
+    incognito: bool = False,
+) -> int:
+    assert config.db_path is not None
+    async with await Store.open(config.db_path) as store:
+        session = await ChatSession.open(config, store)
+        try:
+            resumed = None
+            if resume:
+                await session.resume(resume)
+            elif continue_latest:
+                await session.continue_latest()
+            if incognito or (preset and session.find_preset(preset).incognito):
+                await go_incognito(session, err)
+            if preset:  # `--preset`: its model was chosen with the config
+                await session.apply_preset(preset, for_new=True, switch_model=False)
+            if session.conversation is not None:
+                resumed = session.memory_status()
+            status = session.memory_status()
+            why = too_large(prompt, session.estimate_tokens(prompt), status, switch="--model")
+            if why is not None:  # the server would refuse it after a long wait
+                err.write(f"newt: error: not sent: {strip_terminal_escapes(why)}\n")
+                return 2
+            code = await _one_turn(
+                session,
+                prompt,
+                as_json=as_json,
+                out=out,
+                err=err,
+                resumed=resumed,
+                show_thinking=show_thinking,
+            )
+            # The reply is out. A summary of folded turns must not hold up the
+            # shell's prompt: a detached newt writes it (or, with a server that
+            # dies with us, we wait for it here).
+            out.flush()
+            provider = session.provider
+            owed = isinstance(provider, Summarizing) and provider.summary_pending
+            if owed and session.conversation and not session.unsaved:
+                if detach_summary:
+                    spawn_summary_writer(config, session.conversation.id)
+                else:
+                    session.summaries.start()
+                    await session.summaries.wait(config.backend.timeout_s)
+            # Recall by meaning for scripts too: the turn's records are
+            # embedded before exit (bounded); what is left, a detached newt does.
+            caught_up = await session.recall_parts.catch_up(EMBED_AT_EXIT_S)
+            if not caught_up and detach_summary:
+                spawn_vector_writer(config)
+            return code
+        finally:
+            await close_within(session.close())  # never held up by stuck background work
+
+
+async def go_incognito(session: ChatSession, err: TextIO) -> None:
+    """`--incognito` (or a preset's `incognito = true`): nothing of this
+    conversation is written to disk (newt.agent.session.conversation_store). A resumed
+    one is deleted from the database before its turn, and stderr says so: the
+    user should know what went."""
+    if session.unsaved:
+        return
+    report = await session.set_incognito(True)
+    if report is None:
+        return  # a new conversation: nothing of it was ever stored
+    lines = strip_terminal_escapes(report.describe()).splitlines()
+    err.write(
+        "newt: incognito: nothing of this conversation is saved from now on;"
+        f" what was stored of it is gone ({lines[0]})\n"
+    )
+    for line in lines[1:]:
+        err.write(f"newt: {line}\n")
+    err.flush()
+
+
+async def _one_turn(
+    session: ChatSession,
+    prompt: str,
+    *,
+    as_json: bool,
+    out: TextIO,
+    err: TextIO,
+    resumed: MemoryStatus | None = None,
+    show_thinking: bool = False,
+) -> int:
+    reply_parts: list[str] = []
+    thinking = ThinkingPrinter(out if show_thinking and not as_json else None)
+    done: ev.TurnDone | None = None
+    error: ev.TurnError | None = None
+    compactions: list[ev.Compacted] = []
+    wrote_any = False
+    sanitizer = StreamSanitizer()
+    async for event in session.send(prompt):
+        if isinstance(event, ev.ThinkingDelta):
+            thinking.write(event.text)
+        elif isinstance(event, ev.TextDelta):
+            reply_parts.append(event.text)
+            thinking.close()
+            if not as_json:
+                out.write(sanitizer.feed(event.text))
+                out.flush()
+                wrote_any = True
+        elif isinstance(event, ev.Notice):
+            err.write(f"newt: {strip_terminal_escapes(event.message)}\n")
+        elif isinstance(event, ev.Compacted):
+            compactions.append(event)
+        elif isinstance(event, ev.TurnError):
+            error = event
+        elif isinstance(event, ev.TurnDone):
+            done = event
+    thinking.close()
+    if wrote_any:
+        out.write(sanitizer.flush() + "\n")
+    if error is not None:
+        conv = session.conversation
+        saved = conv is not None and not session.unsaved
+        hint = " Your message is saved; retry with `newt -c -p ...`." if saved else ""
+        message = strip_terminal_escapes(error.message).rstrip(". ")
+        err.write(f"newt: error: {message}.{hint}\n")
+        err.flush()
+    if as_json:
+        status = session.memory_status()
+        usage = done.usage if done else None
+        payload: dict[str, Any] = {
+            "conversation_id": session.conversation.id if session.conversation else None,
+            # nothing of it is stored, indexed or recalled (the id cannot be resumed)
+            "incognito": session.incognito,
+            "reply": strip_terminal_escapes("".join(reply_parts)),
+            "status": done.status if done else "failed",
+            # "length": the backend stopped the reply at its cap (exit status 1)
+            "finish_reason": done.finish_reason if done else None,
+            "usage": {
+                "prompt_tokens": usage.prompt_tokens if usage else None,
+                "completion_tokens": usage.completion_tokens if usage else None,
+                "tokens_per_second": speed(done),
+            },
+            # summed over the conversation's replies, this one included
+            "conversation_usage": {
+                "prompt_tokens": status.total_prompt_tokens,
+                "completion_tokens": status.total_completion_tokens,
+                "replies": status.total_replies,
+                "estimated_replies": status.total_estimated,
+            },
+            "memory": {
+                "provider": status.provider,
+                "label": status.label,
+                "used": status.used,
+                "budget": status.budget,
+                "source": status.budget_source,
+            },
+            # with -c/-r: the figures restored from the durable log, before this turn
+            "resumed_memory": None
+            if resumed is None
+            else {
+                "used": resumed.used,
+                "budget": resumed.budget,
+                "resident_turns": resumed.resident_turns,
+            },
+            "retained_evidence": dump_report(session.last_retention),
+            "error": None
+            if error is None
+            else {"message": error.message, "kind": error.kind, "retryable": error.retryable},
+            "compactions": [
+                {"reason": c.reason, "resident_turns": c.resident_turns, "used_after": c.used_after}
+                for c in compactions
+            ],
+        }
+        if show_thinking:
+            payload["thinking"] = strip_terminal_escapes(done.thinking if done else "")
+        # ASCII-only JSON: excerpts quote stored model text, and a raw C1 control
+        # character would reach the terminal; \\u escapes keep the data intact
+        out.write(json.dumps(payload) + "\n")
+    out.flush()
+    if error is None and done is not None and done.status == "interrupted":
+        # the stream was cut off: the partial reply is printed and saved, but a
+        # script must be able to tell it from a whole one
+        err.write("newt: error: the reply was cut off; the partial reply is saved.\n")
+        return 1
+    if error is None and done is not None and done.finish_reason == "length":
+        # cut at the reply cap: it reads like a whole reply, so say it is not one
+        cap = f" ({done.stats.completion_tokens} tokens)" if done.stats else ""
+        err.write(
+            f"newt: error: the reply stopped at the length limit{cap}; it is saved as it is."
+            " Raise the cap (max reply tokens in /settings, or the server's) for longer replies.\n"
+        )
+        return 1
+    return 0 if error is None else 1
+
+
+async def finish_summary(config: Config, conversation_id: str) -> int:
+    """`newt --finish-summary ID` (started detached by print mode): write the
+    summary the conversation's last record still owes, then exit."""
+    session = await ChatSession.open(config, probe=False)
+    pid_file = writer_pid_file(session.store.db.path, conversation_id)
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    if task is not None:  # a turn on this conversation stops us: see stop_detached_writer
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        write_private(pid_file, str(os.getpid()))
+        session.summaries.on_written = lambda: pid_file.unlink(missing_ok=True)
+        await session.resume(conversation_id)
+        session.summaries.start()
+        await session.summaries.wait(config.backend.timeout_s * 2)
+        await session.recall_parts.catch_up(config.backend.timeout_s)
+    except asyncio.CancelledError:
+        pass  # preempted by a turn: the fallback record stands
+    finally:
+        pid_file.unlink(missing_ok=True)
+        await close_within(session.close())
+    return 0

@@ -1,0 +1,1 @@
+"""Local models on this machine: getting them (setup/, models/) and running them (server.py)."""

@@ -1,7 +1,0 @@
-"""`python3 -P -m newt.local_setup ...`: the command line of cli.py."""
-
-import sys
-
-from .cli import main
-
-sys.exit(main())
