@@ -122,7 +122,7 @@ def install(workdir: Path) -> Path:
 
 def serve(argv: list[str]) -> None:
     """Run tests.fake_openai, printing `sent <monotonic>` when a stream has ended."""
-    from tests import fake_openai
+    from tests.support import fake_openai
 
     original = fake_openai._Handler._stream
 

@@ -98,7 +98,7 @@ def seed(db_path: Path, conversations: int, turns_each: int, reply_words: int = 
 class FakeServer:
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fake_openai", "--port", "0", *args],
+            [sys.executable, "-m", "tests.support.fake_openai", "--port", "0", *args],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             text=True,

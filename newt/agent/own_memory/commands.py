@@ -11,7 +11,6 @@ waits for its summary, under the session lock and the conversation's writer lock
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 from newt.agent import events as ev
 from newt.agent.errors import SessionError
@@ -35,7 +34,7 @@ class MemoryCommands:
         owned_notes: OwnedNotes,
         lifecycle: ConversationLifecycle,
         link: ModelLink,
-        notes: Callable[[], NoteBook],
+        notes: NoteBook,
     ) -> None:
         self.lock = lock
         self.log = log
@@ -48,11 +47,11 @@ class MemoryCommands:
     async def note(self, arg: str) -> str:
         """The /note sub-language: `<text>`, `replace <old> => <new>`, `remove <text>`, `list`."""
         if is_read_only_note_command(arg):
-            return await run_note_command(self.notes(), self.owned_notes, arg)
+            return await run_note_command(self.notes, self.owned_notes, arg)
         if self.log.unsaved:  # incognito writes nothing to disk, a note neither
             raise SessionError("incognito saves nothing, notes neither: /incognito off first")
         async with self.lock:
-            answer = await run_note_command(self.notes(), self.owned_notes, arg)
+            answer = await run_note_command(self.notes, self.owned_notes, arg)
             await self.after_correction()
             self.link.recall_parts.stored()
             return answer

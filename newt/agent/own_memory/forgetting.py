@@ -34,7 +34,7 @@ class Forgetting:
         log: ConversationLog,
         summaries: BackgroundSummary,
         admin: MemoryAdmin,
-        notes: Callable[[], NoteBook],
+        notes: NoteBook,
         lifecycle: ConversationLifecycle,
     ) -> None:
         self.lock = lock
@@ -48,8 +48,7 @@ class Forgetting:
     @property
     def incognito(self) -> bool:
         """This conversation (or the next one, before its first turn) is kept out of memory."""
-        conv = self.log.conversation
-        return conv.incognito if conv is not None else self.log.incognito
+        return self.log.keeps_nothing
 
     @property
     def unsaved(self) -> bool:
@@ -81,7 +80,7 @@ class Forgetting:
             await self.summaries.cancel()
             await self.store.copy_to_memory(conv)
             report, _ = await self.admin.delete_conversation(conv)
-            await self.notes().reload(self.store.notes)  # notes made in it went with it
+            await self.notes.reload(self.store.notes)  # notes made in it went with it
             await self.lifecycle.reload(conv)
             return report
 
@@ -112,7 +111,7 @@ class Forgetting:
         return report
 
     async def _after_forget(self, touched: set[str]) -> None:
-        await self.notes().reload(self.store.notes)  # in place: the provider reads this book
+        await self.notes.reload(self.store.notes)  # in place: the provider reads this book
         self.lifecycle.last_retention = None
         conv = self.log.conversation
         if conv is None:

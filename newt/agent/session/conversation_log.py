@@ -53,6 +53,12 @@ class ConversationLog:
     # -- which conversation ------------------------------------------------------
 
     @property
+    def keeps_nothing(self) -> bool:
+        """Incognito: this conversation (or, before its first turn, the next one)."""
+        conv = self.conversation
+        return conv.incognito if conv is not None else self.incognito
+
+    @property
     def unsaved(self) -> bool:
         """Nothing of this conversation (or the next one) is written to disk."""
         if self.conversation is None:

@@ -81,6 +81,13 @@ class ConversationLifecycle:
                 await self.load(conv)
         return conv
 
+    async def list_conversations(self) -> list[Conversation]:
+        """Every saved conversation, newest first (an incognito one is on no list)."""
+        return await self.disk.conversations.list()
+
+    async def search_conversations(self, text: str) -> list[Conversation]:
+        return await self.disk.conversations.search(text)
+
     async def export(self, fmt: str = "md") -> str:
         held = self.log.conversation
         if held is None:

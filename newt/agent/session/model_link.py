@@ -12,7 +12,6 @@ current ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from newt.agent.session.model_facts import CapabilityTracker
@@ -30,9 +29,7 @@ SUMMARY_REPLY_TOKENS = 600  # a summary's reply cap when the provider gives none
 
 
 class ModelLink:
-    def __init__(
-        self, config: Config, store: Store, client: ChatClient, notes: Callable[[], NoteBook]
-    ) -> None:
+    def __init__(self, config: Config, store: Store, client: ChatClient, notes: NoteBook) -> None:
         self.config = config
         self.store = store
         self.client = client
@@ -107,7 +104,7 @@ class ModelLink:
         await self.client.aclose()
 
     def _make_provider(self) -> MemoryProvider:
-        return session_provider(self.config, self.budget, self.notes(), self._summarize)
+        return session_provider(self.config, self.budget, self.notes, self._summarize)
 
     async def _summarize(self, messages: list[MemMessage]) -> str:
         """Ask for a summary no longer than the record can hold: a longer one

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from newt.agent.errors import SessionError
+from newt.agent.session.conversation_log import ConversationLog
 from newt.agent.session.model_link import ModelLink
 from newt.backend.models import ModelListUnavailable, list_models
 from newt.chat_settings import (
@@ -98,18 +99,16 @@ class SettingsControls:
         lock: asyncio.Lock,
         link: ModelLink,
         *,
-        conversation: Callable[[], Conversation | None],
+        log: ConversationLog,
         switch_model: Callable[[str], Awaitable[None]],
-        incognito: Callable[[], bool],
         keep_out: Callable[[], Awaitable[object]],
     ) -> None:
         self.config = config
         self.store = store
         self.lock = lock
         self.link = link
-        self.conversation = conversation
+        self.log = log
         self.switch_model = switch_model
-        self.incognito = incognito
         self.keep_out = keep_out
         self.default_settings = ChatSettings()
         """What a new conversation starts with (`newt --preset` sets it)."""
@@ -156,7 +155,7 @@ class SettingsControls:
 
     async def save_new(self) -> None:
         """The first turn created the conversation: store what was set before it."""
-        conv = self.conversation()
+        conv = self.log.conversation
         if self._unsaved and conv is not None:
             await self.store.settings.put(conv.id, self.stored)
             self._unsaved = False
@@ -182,13 +181,13 @@ class SettingsControls:
             tokens_for = self.link.estimate_tokens
             shift = tokens_for(compose(new_prompt)) - tokens_for(compose(old_prompt))
             provider.shift_anchor(shift)
-            conv = self.conversation()
+            conv = self.log.conversation
             newest = (await self.store.turns.shape(conv.id))[1] if conv is not None else None
             if stored.shift_after != newest:  # a turn measured since: start afresh
                 stored.anchor_shift, stored.shift_after = 0, newest
             stored.anchor_shift += shift
         self.stored = stored
-        conv = self.conversation()
+        conv = self.log.conversation
         if conv is None:
             self._unsaved = True
         else:
@@ -215,7 +214,7 @@ class SettingsControls:
         await self.update_settings(preset.settings)
         if for_new:
             self.default_settings = preset.settings
-        if preset.incognito and not self.incognito():
+        if preset.incognito and not self.log.keeps_nothing:
             await self.keep_out()
         return preset
 

@@ -16,7 +16,7 @@ the summary owed and the embedding of the new turn start.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
 from newt.agent import events as ev
@@ -56,8 +56,7 @@ class SessionTurns:
         mcp: McpTools,
         owned_notes: OwnedNotes,
         *,
-        notes: Callable[[], NoteBook],
-        incognito: Callable[[], bool],
+        notes: NoteBook,
     ) -> None:
         self.config = config
         self.lock = lock
@@ -72,19 +71,18 @@ class SessionTurns:
         self.mcp = mcp
         self.owned_notes = owned_notes
         self.notes = notes
-        self.incognito = incognito
 
     def turn_context(self, attachments: TurnAttachments | None = None) -> TurnContext:
         link = self.link
         tools = ToolContext(
-            notebook=self.notes(),
+            notebook=self.notes,
             notes=self.owned_notes,
             recall=link.recall,
             recall_budget=link.evidence.budget(),
         )
         handlers = tool_handlers(tools)
         schemas = list(TOOL_SCHEMAS)
-        if self.incognito():  # nothing of an incognito conversation is remembered
+        if self.log.keeps_nothing:  # nothing of an incognito conversation is remembered
             handlers.pop("save_note", None)
             schemas = [t for t in schemas if t.get("function", {}).get("name") != "save_note"]
         return TurnContext(
@@ -141,6 +139,16 @@ class SessionTurns:
                     await self.commands.after_correction()  # the model's save_note replaced one
         self.summaries.start()
         self.link.recall_parts.stored()  # the turn (and any record) can be embedded now
+
+    def regenerate(self) -> AsyncGenerator[ev.AgentEvent, None]:
+        """Run the last turn's prompt again; the new reply replaces the old turn."""
+        return self.send("", replace_last=True)
+
+    def edit_last(self, text: str) -> AsyncGenerator[ev.AgentEvent, None]:
+        """Send `text` in place of the last prompt; the new turn replaces the old one."""
+        if not text.strip():
+            raise SessionError("the message is empty")
+        return self.send(text, replace_last=True)
 
     async def recall_preview(self, text: str) -> tuple[RetentionReport | None, str]:
         """`/recall TEXT`: the capsules a message with this text would carry
