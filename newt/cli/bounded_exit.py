@@ -13,7 +13,7 @@ Why: `newt -c -p` must never hang a script. The embedding queue lost the
 one cancel it was sent when it landed as its retry wait ended (Python
 3.11's `asyncio.wait_for` returns the inner result then and drops the
 cancel), kept retrying a dead endpoint, and `asyncio.run` waited for it
-forever (issue 25). A cancel sent again a moment later lands.
+forever. A cancel sent again a moment later lands.
 """
 
 from __future__ import annotations

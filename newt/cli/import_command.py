@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from newt.config import ConfigError, load_config
+from newt.errors import describe
 from newt.importing import SOURCES, ImportFormatError, default_path, import_conversations
 from newt.importing.sources import SQLITE_APPS, read_source
 from newt.store import Store, StoreError
@@ -95,8 +96,8 @@ def import_main(argv: list[str], *, err: TextIO | None = None) -> int:
             spawn_vector_writer(config)
         return status
     except ImportFormatError as exc:
-        err.write(f"newt import: {exc}; nothing was imported\n")
+        err.write(f"newt import: {describe(exc)}; nothing was imported\n")
         return EXIT_USAGE
     except (ConfigError, StoreError) as exc:
-        err.write(f"newt import: {exc}\n")
+        err.write(f"newt import: {describe(exc)}\n")
         return EXIT_USAGE

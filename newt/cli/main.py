@@ -19,7 +19,7 @@ from newt.cli.memory import add_parsers as add_memory_parsers
 from newt.cli.memory import run_command as run_memory_command
 from newt.cli.memory import run_tui_incognito
 from newt.config import Config, load_config
-from newt.errors import InputError, NewtError, user_message
+from newt.errors import InputError, NewtError, describe, user_message
 from newt.store import Store
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def _resolve_local(args: argparse.Namespace, config: Config, local: str, stderr:
             return str(resolve_local(local, stderr=stderr))
         except LocalModelError as exc:
             stderr.write(
-                f"newt: the remembered local model did not load ({exc}); running "
+                f"newt: the remembered local model did not load ({describe(exc)}); running "
                 "SmolLM2-135M-Instruct. `newt --local NAME` picks another.\n"
             )
             return ""

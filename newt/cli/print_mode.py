@@ -61,13 +61,15 @@ async def run_print(
         try:
             resumed = None
             if resume:
-                await session.resume(resume)
+                await session.lifecycle.resume(resume)
             elif continue_latest:
-                await session.continue_latest()
-            if incognito or (preset and session.find_preset(preset).incognito):
+                await session.lifecycle.continue_latest()
+            if incognito or (preset and session.settings_controls.find_preset(preset).incognito):
                 await go_incognito(session, err)
             if preset:  # `--preset`: its model was chosen with the config
-                await session.apply_preset(preset, for_new=True, switch_model=False)
+                await session.settings_controls.apply_preset(
+                    preset, for_new=True, switch_model=False
+                )
             if session.conversation is not None:
                 resumed = session.memory_status()
             status = session.memory_status()
@@ -113,7 +115,7 @@ async def go_incognito(session: ChatSession, err: TextIO) -> None:
     user should know what went."""
     if session.unsaved:
         return
-    report = await session.set_incognito(True)
+    report = await session.forgetting.set_incognito(True)
     if report is None:
         return  # a new conversation: nothing of it was ever stored
     lines = strip_terminal_escapes(report.describe()).splitlines()
@@ -143,7 +145,7 @@ async def _one_turn(
     compactions: list[ev.Compacted] = []
     wrote_any = False
     sanitizer = StreamSanitizer()
-    async for event in session.send(prompt):
+    async for event in session.turns.send(prompt):
         if isinstance(event, ev.ThinkingDelta):
             thinking.write(event.text)
         elif isinstance(event, ev.TextDelta):
@@ -253,7 +255,7 @@ async def finish_summary(config: Config, conversation_id: str) -> int:
     try:
         write_private(pid_file, str(os.getpid()))
         session.summaries.on_written = lambda: pid_file.unlink(missing_ok=True)
-        await session.resume(conversation_id)
+        await session.lifecycle.resume(conversation_id)
         session.summaries.start()
         await session.summaries.wait(config.backend.timeout_s * 2)
         await session.recall_parts.catch_up(config.backend.timeout_s)

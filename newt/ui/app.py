@@ -271,11 +271,13 @@ class NewtApp(App[None]):
     async def _open_requested_conversation(self, session: SessionLike) -> None:
         try:
             if self.resume_id:
-                await session.resume(self.resume_id)
-            elif self.continue_latest and await session.continue_latest() is None:
+                await session.lifecycle.resume(self.resume_id)
+            elif self.continue_latest and await session.lifecycle.continue_latest() is None:
                 self.notify("No saved conversation yet; starting a new one.")
             if self.preset:  # its model was chosen with the config (newt/cli/main.py)
-                await session.apply_preset(self.preset, for_new=True, switch_model=False)
+                await session.settings_controls.apply_preset(
+                    self.preset, for_new=True, switch_model=False
+                )
         except Exception as exc:
             self.notify(
                 describe(exc), title="Could not resume", severity="error", timeout=8, markup=False

@@ -1,4 +1,4 @@
-"""The user's own memory from the command line (issue 26): `newt rename`,
+"""The user's own memory from the command line: `newt rename`,
 `newt delete`, `newt memory search|show|forget`, and `newt --incognito`.
 
 Contract: every command opens the database through a `ChatSession` that never

@@ -52,7 +52,7 @@ def incognito_app(config: Config, **kw: Any) -> NewtApp:
         async def _open_requested_conversation(self, session: SessionLike) -> None:
             await super()._open_requested_conversation(session)
             try:
-                report = await session.set_incognito(True)
+                report = await session.forgetting.set_incognito(True)
             except Exception as exc:  # the chat goes on; the user must know it is not incognito
                 self.notify(str(exc), title="Incognito is off", severity="error", markup=False)
                 return

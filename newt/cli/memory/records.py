@@ -143,7 +143,7 @@ def forget(
         bounded(_all_exist(config, checked))
 
         async def by_keys(session: ChatSession) -> ForgetReport:
-            return await session.forget(checked)
+            return await session.forgetting.forget(checked)
 
         return bounded(forgetting(config, by_keys, out))
     if matching is not None:
@@ -165,7 +165,7 @@ def forget(
             return EXIT_DECLINED
 
         async def by_phrase(session: ChatSession) -> ForgetReport:
-            return await session.forget_matching(matching, sentences=sentences)
+            return await session.forgetting.forget_matching(matching, sentences=sentences)
 
         return bounded(forgetting(config, by_phrase, out))
     out.write(bounded(_everything_summary(config)) + "\n")
@@ -174,7 +174,7 @@ def forget(
         return EXIT_DECLINED
 
     async def all_of_it(session: ChatSession) -> ForgetReport:
-        return await session.forget_everything()
+        return await session.forgetting.forget_everything()
 
     return bounded(forgetting(config, all_of_it, out))
 
@@ -206,7 +206,7 @@ async def _all_exist(config: Config, keys: Sequence[str]) -> int:
 
 async def _matching(config: Config, query: str) -> list[MemoryHit]:
     async with offline_session(config) as session:
-        return await session.memory_matching(query)
+        return await session.memory_admin.matching(query)
 
 
 async def _everything_summary(config: Config) -> str:

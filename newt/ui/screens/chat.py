@@ -1,7 +1,7 @@
 """The chat screen: log, prompt, evidence sidebar, footer with the token meter.
 
 One user turn runs in an exclusive async worker (`chat_turn.py` shows it) that
-consumes `session.send(text)`; cancelling the worker (Esc) lets the session keep
+consumes `session.turns.send(text)`; cancelling the worker (Esc) lets the session keep
 the partial reply as interrupted. Slash commands live in `chat_commands.py`
 and reach the screen through the CommandHost protocol it implements; both the
 prompt and the command palette go through `run_command`.
@@ -102,7 +102,7 @@ class ChatScreen(Screen[None]):
         with Horizontal(id="body"):
             with Vertical(id="main"):
                 # the log reads the durable log to tell which turns a fold took
-                yield ChatLog(id="log", history=lambda: self.session.history())
+                yield ChatLog(id="log", history=lambda: self.session.edits.history())
                 yield PromptBar(id="prompt")
             yield EvidenceSidebar(id="evidence")
         with Horizontal(id="status-bar"):
@@ -147,7 +147,7 @@ class ChatScreen(Screen[None]):
 
     def _show_session(self) -> None:
         # MCP tools with approve = "ask" ask here
-        self.session.set_tool_approver(partial(ask_approval, self.app))
+        self.session.mcp_controls.set_tool_approver(partial(ask_approval, self.app))
         self.refresh_header()
         self.refresh_meter()
         self.sidebar.show(self.session.last_retention)
@@ -215,7 +215,7 @@ class ChatScreen(Screen[None]):
     async def _show_history(self) -> None:
         from newt.ui.widgets.entries import entries_from_history
 
-        turns = await self.session.history()
+        turns = await self.session.edits.history()
         await self.log_view.replace_all(entries_from_history(turns))
         prompt = self.prompt
         prompt.history = [t.user for t in turns if t.kind == "turn" and t.user.strip()]
@@ -258,7 +258,7 @@ class ChatScreen(Screen[None]):
         """Check `@path` attachments before anything is sent or the bar is cleared."""
         try:  # the session checks them once open (a turn sent before waits for it)
             if self.ready and "@" in text:
-                self.session.check_attachments(text)
+                self.session.edits.check_attachments(text)
         except Exception as exc:
             self.notify(describe(exc), title="Not sent", severity="error", markup=False)
             return False

@@ -115,7 +115,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
             from newt.ui.screens.picker import PickerScreen  # brings the agent's views
 
             picker = PickerScreen(
-                self.session.search_conversations,
+                self.session.lifecycle.search_conversations,
                 current,
                 rename=self.rename_conversation,
                 delete=self.delete_conversation,
@@ -143,9 +143,9 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         except Exception:  # a figure missing: the form goes on without the line
             window = ""
         form = SettingsScreen(
-            session.settings,
+            session.settings_controls.settings,
             model=session.model,
-            default_prompt=session.default_system_prompt,
+            default_prompt=session.settings_controls.default_system_prompt,
             server_cap=session.config.server_reply_cap,
             incognito=session.incognito,
             window=window,
@@ -193,7 +193,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
                 raise
 
     async def cmd_new(self, arg: str) -> None:
-        await self.session.new_conversation()
+        await self.session.lifecycle.new_conversation()
         await self.screen.log_view.replace_all([])
         self.screen.sidebar.show(None)
         self.screen.refresh_header()
@@ -201,7 +201,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         self.screen.notify("New conversation.", timeout=2)
 
     async def cmd_resume(self, arg: str) -> None:
-        conv = await self.session.resume(arg)
+        conv = await self.session.lifecycle.resume(arg)
         self.screen.load_conversation()
         self.screen.notify(f"Resumed “{conv.title or conv.id[:8]}”.", timeout=3, markup=False)
 
@@ -211,12 +211,12 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
                 "Usage: /note <text> | replace <old> => <new> | remove <text> | list"
             )
             return
-        self.screen.feedback(await self.session.note(arg))
+        self.screen.feedback(await self.session.commands.note(arg))
         self.screen.refresh_meter()
 
     async def cmd_compact(self, arg: str) -> None:
         self.screen.feedback("Folding older turns into the summary…", "info")
-        result = await self.session.compact(arg or None)
+        result = await self.session.commands.compact(arg or None)
         if result is None:
             self.screen.feedback("Nothing to fold yet: every turn still fits.")
         else:
@@ -233,7 +233,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         verb, _, name = arg.partition(" ")
         name = name.strip()
         if verb in ("on", "off") and name:
-            if self.session.set_tool_enabled(name, verb == "on"):
+            if self.session.mcp_controls.set_tool_enabled(name, verb == "on"):
                 self.screen.feedback(f"{name} is {verb} for this conversation.")
             else:
                 self.screen.feedback(
@@ -242,20 +242,20 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         elif arg:
             self.screen.feedback("Usage: /tools [on|off NAME]", "warning")
         else:
-            self.screen.feedback(self.session.tools_report())
+            self.screen.feedback(self.session.mcp_controls.tools_report())
 
     async def cmd_regenerate(self, arg: str) -> None:
-        prompt = await self.session.last_prompt()  # says so when there is none
+        prompt = await self.session.edits.last_prompt()  # says so when there is none
         self.screen.send(prompt, "regenerate")
 
     async def cmd_edit(self, arg: str) -> None:
-        self.screen.edit_prompt(await self.session.last_prompt())
+        self.screen.edit_prompt(await self.session.edits.last_prompt())
 
     async def cmd_fork(self, arg: str) -> None:
         if arg and not arg.isdigit():
             self.screen.feedback("Usage: /fork [N] (N: the turn to fork at, 1 = the first)")
             return
-        conv = await self.session.fork(int(arg) if arg else None)
+        conv = await self.session.edits.fork(int(arg) if arg else None)
         loading = self.screen.load_conversation()
         with contextlib.suppress(Exception):  # the notice goes below the fork's history
             await loading.wait()
@@ -275,7 +275,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         if conv is None:
             self.screen.feedback("Nothing to export yet.", "warning")
             return
-        text = await self.session.export(fmt)
+        text = await self.session.lifecycle.export(fmt)
         path = export_path(conv.title, conv.id, fmt, Path.cwd())
         from newt.agent.session.export import write_export
 

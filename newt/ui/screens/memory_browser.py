@@ -146,7 +146,7 @@ class MemoryBrowserScreen(ModalScreen[None]):
             await asyncio.sleep(delay)
         status = self.query_one("#memory-status", Static)
         try:
-            found = list(await self.session.search_memory(text))
+            found = list(await self.session.memory_admin.search(text))
         except Exception as exc:  # a store error shows here; the app goes on
             status.update(Content(f"Search failed: {describe(exc)}"))
             return
@@ -199,7 +199,7 @@ class MemoryBrowserScreen(ModalScreen[None]):
             [hit_label(hit), excerpt(hit.content, self.search_box.value)],
         )
         if await self.app.push_screen_wait(ask):
-            await self._forgetting(lambda: self.session.forget([hit.key]))
+            await self._forgetting(lambda: self.session.forgetting.forget([hit.key]))
 
     def action_forget_matching(self) -> None:
         self._forget_matching(self.search_box.value.strip())
@@ -210,7 +210,7 @@ class MemoryBrowserScreen(ModalScreen[None]):
             self._say("Type what to forget in the search box first, then F.")
             return
         try:
-            going = list(await self.session.memory_matching(query))
+            going = list(await self.session.memory_admin.matching(query))
         except Exception as exc:
             self._say(describe(exc))
             return
@@ -227,7 +227,9 @@ class MemoryBrowserScreen(ModalScreen[None]):
         )
         if await self.app.push_screen_wait(ask):
             only = ask.chose_also
-            await self._forgetting(lambda: self.session.forget_matching(query, sentences=only))
+            await self._forgetting(
+                lambda: self.session.forgetting.forget_matching(query, sentences=only)
+            )
 
     def action_forget_everything(self) -> None:
         self._forget_everything()
@@ -244,7 +246,7 @@ class MemoryBrowserScreen(ModalScreen[None]):
             typed="forget",
         )
         if await self.app.push_screen_wait(ask):
-            await self._forgetting(self.session.forget_everything)
+            await self._forgetting(self.session.forgetting.forget_everything)
 
     async def _forgetting(self, work: Callable[[], Awaitable[ForgetReport]]) -> None:
         try:

@@ -92,7 +92,7 @@ class MemoryCommands:
         self.screen.app.push_screen(view)
 
     async def cmd_recall(self, arg: str) -> None:
-        report, _block = await self.session.recall_preview(arg)
+        report, _block = await self.session.turns.recall_preview(arg)
         from newt.ui.screens.recall_preview import RecallPreviewScreen
 
         self.screen.app.push_screen(RecallPreviewScreen(arg, report, self.session.fetch_record))
@@ -109,7 +109,7 @@ class MemoryCommands:
 
     async def set_incognito(self, on: bool) -> None:
         was_unsaved = self.session.unsaved and self.session.conversation is not None
-        report = await self.session.set_incognito(on)
+        report = await self.session.forgetting.set_incognito(on)
         left_unsaved = not on and was_unsaved
         if left_unsaved:  # the session went on to a fresh conversation
             await self.reshow()
@@ -120,7 +120,7 @@ class MemoryCommands:
     # -- the resume picker's rename and delete ---------------------------------------
 
     async def rename_conversation(self, conv_id: str, title: str) -> str:
-        conv = await self.session.rename_conversation(conv_id, title)
+        conv = await self.session.lifecycle.rename_conversation(conv_id, title)
         self.screen.refresh_header()
         return f"Renamed to “{conv.title}”."
 
@@ -128,7 +128,7 @@ class MemoryCommands:
         """Delete it and say what went; the open one leaves the chat on a fresh one."""
         current = self.session.conversation
         was_open = current is not None and current.id == conv_id
-        conv, report = await self.session.delete_conversation(conv_id)
+        conv, report = await self.session.forgetting.delete_conversation(conv_id)
         if was_open:
             await self.reshow()
         else:

@@ -53,14 +53,14 @@ class ModelCommands:
 
             session = self.session
             screen = SettingsScreen(
-                session.settings,
+                session.settings_controls.settings,
                 model=session.model,
-                default_prompt=session.default_system_prompt,
+                default_prompt=session.settings_controls.default_system_prompt,
                 server_cap=session.config.server_reply_cap,
             )
             app.push_screen(screen, self._settings_saved)
         elif name == "preset":
-            if not self.session.presets:
+            if not self.session.settings_controls.presets:
                 self.screen.feedback(
                     "No presets yet: add [presets.NAME] tables (system_prompt, temperature, "
                     "top_p, max_tokens, model) to the config file.",
@@ -89,7 +89,7 @@ class ModelCommands:
         async def load() -> list[PickerChoice]:
             return [
                 PickerChoice(m.id, model_detail(m.context_window, m.detail), m.current)
-                for m in await session.list_models()
+                for m in await session.settings_controls.list_models()
             ]
 
         return ChoicePickerScreen(
@@ -123,15 +123,15 @@ class ModelCommands:
             self.spawn(self._save_settings(settings))
 
     async def _save_settings(self, settings: ChatSettings) -> None:
-        await self.session.update_settings(settings)
+        await self.session.settings_controls.update_settings(settings)
         self.screen.refresh_meter()  # a new system prompt moved the figures
         self.screen.feedback(f"Settings saved: {describe_settings(settings)}.")
 
     # -- /preset -----------------------------------------------------------------
 
     def _preset_picker(self) -> ChoicePickerScreen:
-        presets = self.session.presets
-        current = self.session.settings.preset
+        presets = self.session.settings_controls.presets
+        current = self.session.settings_controls.settings.preset
 
         async def load() -> list[PickerChoice]:
             return [
@@ -150,7 +150,7 @@ class ModelCommands:
             self.spawn(self.cmd_preset(name))
 
     async def cmd_preset(self, arg: str) -> None:
-        preset = await self.session.apply_preset(arg)
+        preset = await self.session.settings_controls.apply_preset(arg)
         self.screen.refresh_header()
         self.screen.refresh_meter()
         model = f" on {self.session.model}" if preset.model else ""

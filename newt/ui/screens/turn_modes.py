@@ -13,7 +13,7 @@ def turn_events(
     session: SessionLike, text: str, mode: str | None
 ) -> AsyncGenerator[AgentEvent, None]:
     if mode == "regenerate":
-        return session.regenerate()
+        return session.turns.regenerate()
     if mode == "edit":
-        return session.edit_last(text)
-    return session.send(text)
+        return session.turns.edit_last(text)
+    return session.turns.send(text)
