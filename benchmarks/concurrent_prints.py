@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fake_openai import FakeOpenAI, Reply  # noqa: E402
+from tests.support.fake_openai import FakeOpenAI, Reply  # noqa: E402
 
 
 @dataclass

@@ -72,7 +72,7 @@ from newt.agent.session.chat_session import ChatSession  # noqa: E402
 from newt.agent.session.model_facts import REPLY_RESERVE_MAX  # noqa: E402
 from newt.config import Config  # noqa: E402
 from newt.store import Store  # noqa: E402
-from tests.fake_openai import FakeOpenAI, Reply  # noqa: E402
+from tests.support.fake_openai import FakeOpenAI, Reply  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev"
 PUBLIC = "https://github.com/snap-research/locomo (data/locomo10.json)"
@@ -198,7 +198,7 @@ class Scripted:
 
 
 async def send(session: ChatSession, text: str) -> None:
-    async for _ in session.send(text):
+    async for _ in session.turns.send(text):
         pass
 
 
@@ -265,7 +265,7 @@ async def ask(
         session = await ChatSession.open(config, store, probe=False)
         tune(session, args.tune)
         try:
-            await session.continue_latest()
+            await session.lifecycle.continue_latest()
             await send(session, question.text)
             report = session.last_retention
         finally:

@@ -64,8 +64,8 @@ from newt.agent.local.managed_server import PROMPT_BATCH_TOKENS  # noqa: E402
 from newt.agent.session.chat_session import ChatSession  # noqa: E402
 from newt.local.server import LocalLlamaServer  # noqa: E402
 from newt.store import Store  # noqa: E402
-from tests.fake_openai import FakeOpenAI  # noqa: E402
-from tests.llama_server import obtain_chat_model, obtain_llama_server  # noqa: E402
+from tests.support.fake_openai import FakeOpenAI  # noqa: E402
+from tests.support.llama_server import obtain_chat_model, obtain_llama_server  # noqa: E402
 
 REPLY_TOKENS = 96
 BASELINE_SYSTEM = (
@@ -120,9 +120,9 @@ async def ask_newt(
         store.db.clock = lambda: dialogue.asked_at
         session = await ChatSession.open(config, store, probe=False)
         try:
-            await session.continue_latest()
+            await session.lifecycle.continue_latest()
             reply = ""
-            async for event in session.send(question.text):
+            async for event in session.turns.send(question.text):
                 if isinstance(event, ev.TurnDone):
                     reply = event.reply
             report = session.last_retention

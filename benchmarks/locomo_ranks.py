@@ -28,7 +28,7 @@ import locomo as L
 
 from newt.agent.session.chat_session import ChatSession
 from newt.store import Store
-from tests.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI
 
 HOMES = Path(tempfile.gettempdir()) / "newt-locomo-ranks"
 

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.locomo import DEFAULT_DATA, ask, load, norm, play, request_text  # noqa: E402
-from tests.fake_openai import FakeOpenAI  # noqa: E402
+from tests.support.fake_openai import FakeOpenAI  # noqa: E402
 
 # name -> (--set values, --tune values): the rule turned off
 VARIANTS: dict[str, tuple[list[str], list[str]]] = {

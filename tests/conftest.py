@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fake_openai", "tests.llama_server", "tests.package_index"]
+pytest_plugins = [
+    "tests.support.fake_openai",
+    "tests.support.llama_server",
+    "tests.support.package_index",
+]
 
 
 @pytest.fixture(autouse=True)

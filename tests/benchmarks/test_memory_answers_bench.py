@@ -1,7 +1,7 @@
 """benchmarks/memory_answers.py measures what it says: its data keeps its promises, and a
 run through the logging proxy sees pruning, evidence and replies as they happened.
 
-The end-to-end test drives the real `newt -p --json -c` against tests/fake_openai.py
+The end-to-end test drives the real `newt -p --json -c` against tests/support/fake_openai.py
 (it echoes "ok: <last user message>", so a reply carries whatever evidence the request
 put before the question) with a context small enough to prune.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_openai import FakeOpenAI
-from tests.paths import REPO
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.paths import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import memory_answers as bench

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import memory_replay as replay

@@ -13,7 +13,7 @@ import numpy as np
 
 from newt.local.setup import embedding_wheel_path
 from newt.recall.embedder import LOCAL_SPACE, QUERIES_KEPT, LocalEmbedder, chunks
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import recall_latency as bench

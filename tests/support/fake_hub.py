@@ -188,7 +188,7 @@ def serve_stand_in(name: str, rate_bps: int, port: int = 0) -> ThreadingHTTPServ
     return server
 
 
-if __name__ == "__main__":  # python -m tests.fake_hub qwen2.5-1.5b 40 [PORT]
+if __name__ == "__main__":  # python -m tests.support.fake_hub qwen2.5-1.5b 40 [PORT]
     import sys
 
     stand_in = serve_stand_in(sys.argv[1], int(float(sys.argv[2]) * 1_000_000),

@@ -2,7 +2,7 @@
 
 In tests (function-scoped fixture; works in sync and async tests alike)::
 
-    from tests.fake_openai import Reply, ErrorReply, fake_openai  # noqa: F401
+    from tests.support.fake_openai import Reply, ErrorReply, fake_openai  # noqa: F401
 
     async def test_x(fake_openai):
         fake_openai.script(ErrorReply(429, headers={"Retry-After": "1"}), Reply(text="hi"))
@@ -35,7 +35,7 @@ adds ``IMAGE_TOKENS`` to the reported prompt size.
 
 Standalone (another process, e.g. the TUI tmux test)::
 
-    python -m tests.fake_openai --port 8099 [--n-ctx 4096] [--reply-text TEXT]
+    python -m tests.support.fake_openai --port 8099 [--n-ctx 4096] [--reply-text TEXT]
         [--tokens-per-reply N] [--delay S] [--chunk-size N] [--script FILE.json]
         [--models ID[=N_CTX],...] [--models-status 404] [--models-delay S] [--ollama-tags]
         [--no-images]
@@ -738,7 +738,9 @@ def generated_text(tokens: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.fake_openai", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.support.fake_openai", description=__doc__
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--n-ctx", "-c", "--ctx-size", dest="n_ctx", type=int, default=4096)

@@ -10,7 +10,7 @@ with the reason: CI installs it, so a silent skip would hide a broken setup.
 sentence-embedding model the same script converts to GGUF), started as
 ``newt --local`` starts it.
 
-Use it with ``pytest_plugins = ["tests.llama_server"]`` (in the test module or
+Use it with ``pytest_plugins = ["tests.support.llama_server"]`` (in the test module or
 the root conftest) and mark the tests ``@pytest.mark.llama``.
 """
 
@@ -34,7 +34,7 @@ from newt.local.server import (
     gemma_model_path,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GET_SCRIPT = REPO / "scripts" / "get_llama_server.sh"
 LLAMA_TEST_CTX = int(os.environ.get("NEWT_LLAMA_TEST_CTX", "1024"))
 

@@ -58,7 +58,7 @@ class Index:
 class _Server(http.server.ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client hanging up mid-download (a cancelled fetch) is routine here, as in
-        # tests/fake_openai.py: not a traceback on the test run's output.
+        # tests/support/fake_openai.py: not a traceback on the test run's output.
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-TESTS = REPO / "tests"
+SUPPORT = Path(__file__).resolve().parent
+TESTS = SUPPORT.parent
+REPO = TESTS.parent
 FIXTURES = TESTS / "fixtures"
-FAKE_SERVER = TESTS / "fake_openai.py"  # `python tests/fake_openai.py` as a llama-server stand-in
+# `python tests/support/fake_openai.py` as a llama-server stand-in
+FAKE_SERVER = SUPPORT / "fake_openai.py"

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NEWT = Path(sys.executable).parent / "newt"
 # Under assets/ but not in it: assets/* ships in the wheel as newt.assets.
 SCREENSHOTS = ROOT / "assets" / "screenshots"
@@ -125,9 +125,9 @@ def terminal(width: int = 120, height: int = 36) -> Iterator[Terminal]:
 
 @contextmanager
 def fake_server(*args: str) -> Iterator[str]:
-    """The standalone fake OpenAI server (`python -m tests.fake_openai`); yields its base URL."""
+    """The standalone fake OpenAI server (`python -m tests.support.fake_openai`); yields its base URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_openai", "--port", "0", *args],
+        [sys.executable, "-m", "tests.support.fake_openai", "--port", "0", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

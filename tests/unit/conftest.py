@@ -1,5 +1,5 @@
 """The unit tier (marker `unit`): one layer at a time, in process, against the
-loopback fake server (tests/fake_openai.py), real SQLite files in tmp_path and
+loopback fake server (tests/support/fake_openai.py), real SQLite files in tmp_path and
 stand-in binaries. No tmux, cmake, llama-server or model file: on a fresh clone
 `pytest tests/unit` (or `-m unit`) runs it in well under a minute.
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from newt.local.server import LocalLlamaServer
-from tests.agent_helpers import newt_cmd
-from tests.llama_server import obtain_llama_server
+from tests.support.llama_server import obtain_llama_server
+from tests.support.session_helpers import newt_cmd
 
 pytestmark = pytest.mark.llama
 

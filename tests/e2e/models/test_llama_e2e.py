@@ -23,7 +23,7 @@ from newt.backend.types import ChatResult, StreamEvent, TextDelta
 from newt.store import Store
 
 if TYPE_CHECKING:
-    from tests.llama_server import LlamaServer
+    from tests.support.llama_server import LlamaServer
 
 pytestmark = pytest.mark.llama
 

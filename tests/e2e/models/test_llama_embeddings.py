@@ -19,7 +19,7 @@ from newt.recall.embedder import ServerEmbedder
 from newt.recall.service import RecallParts
 from newt.recall.vectors import VectorIndex
 from newt.store import Store
-from tests.llama_server import LlamaServer
+from tests.support.llama_server import LlamaServer
 from tests.unit.recall.test_recall_embeddings import _turn
 
 

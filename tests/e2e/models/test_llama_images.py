@@ -20,8 +20,8 @@ from newt.agent import events as ev
 from newt.agent.session.chat_session import ChatSession
 from newt.agent.turn.attachments import AttachmentError
 from newt.store.image_support import ImageSupportRepo
-from tests.agent_helpers import done_of, make_config, run_turn
-from tests.llama_server import LlamaServer
+from tests.support.llama_server import LlamaServer
+from tests.support.session_helpers import done_of, make_config, run_turn
 
 pytestmark = pytest.mark.llama
 

@@ -51,7 +51,7 @@ async def test_switching_between_smollm2_and_gemma_on_the_real_llama_server(
     what is tested)."""
     from newt.agent.local import managed_server as local_switch
     from newt.local.server import default_model_path
-    from tests.llama_server import obtain_llama_server
+    from tests.support.llama_server import obtain_llama_server
 
     binary, gemma = obtain_llama_server()
     smol = default_model_path()

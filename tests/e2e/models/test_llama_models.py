@@ -15,7 +15,7 @@ from newt.config import load_config
 from newt.ui.app import NewtApp
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.integration.ui.test_ui_models import picker_ready
-from tests.llama_server import LlamaServer
+from tests.support.llama_server import LlamaServer
 
 
 @pytest.mark.llama

@@ -18,8 +18,8 @@ import pytest
 from newt.agent.session.chat_session import ChatSession
 from newt.memory.types import COMPACTION_MARKER
 from newt.recall.presentation import NEWER_ABOVE
-from tests.agent_helpers import make_config, run_turn
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import make_config, run_turn
 
 CONFIG = '[memory]\ncontext_tokens = 2048\n[recall]\nembeddings = "{}"\n'
 DAY = 86_400.0

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tests.agent_helpers import MODEL, newt_cmd
 from tests.e2e.models.test_recall_minilm import minilm_wheel  # noqa: F401  (fixture)
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import MODEL, newt_cmd
 
 FACT = "My dog is called Pixel and he loves chasing seagulls on the beach."
 CHATTER = (

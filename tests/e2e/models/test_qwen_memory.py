@@ -21,8 +21,8 @@ from newt.agent.tools.builtin import TOOL_SCHEMAS
 from newt.agent.tools.text_calls import parse
 from newt.local.server import LocalLlamaServer, reply_token_cap
 from newt.store import Store
-from tests.agent_helpers import make_config, run_turn
-from tests.llama_server import obtain_chat_model, obtain_llama_server
+from tests.support.llama_server import obtain_chat_model, obtain_llama_server
+from tests.support.session_helpers import make_config, run_turn
 
 pytestmark = pytest.mark.llama
 

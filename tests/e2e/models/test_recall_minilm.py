@@ -22,8 +22,8 @@ from newt.recall.embedder import LOCAL_SPACE, UNPACKED_DIR, LocalEmbedder
 from newt.recall.minilm import MiniLM, unpack
 from newt.recall.service import RecallParts
 from newt.store import Store
-from tests.llama_server import LlamaServer, _script_paths
-from tests.package_index import Index
+from tests.support.llama_server import LlamaServer, _script_paths
+from tests.support.package_index import Index
 
 FLIGHT = "My flight to Lisbon leaves from gate E33."
 DISTRACTORS = (

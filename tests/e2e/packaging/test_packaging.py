@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 ROOT = REPO
 REPLY = "Installed newts answer too."
@@ -118,7 +118,7 @@ def installed(tmp_path: Path, wheel: Path) -> Path:
 @pytest.fixture
 def fake_server() -> Iterator[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_openai", "--port", "0", "--reply-text", REPLY],
+        [sys.executable, "-m", "tests.support.fake_openai", "--port", "0", "--reply-text", REPLY],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

@@ -46,7 +46,7 @@ def scripted_server(tmp_path: Path) -> Iterator[str]:
         )
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_openai", "--port", "0", "--script", str(script)],
+        [sys.executable, "-m", "tests.support.fake_openai", "--port", "0", "--script", str(script)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

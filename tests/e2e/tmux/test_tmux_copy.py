@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.terminal import NEWT, Terminal, fake_server, newt_env, terminal
+from tests.support.tmux import NEWT, Terminal, fake_server, newt_env, terminal
 
 REPLY = "Lisbon leaves from gate E33."
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 ROOT = REPO
 NEWT = Path(sys.executable).parent / "newt"
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture
 def fake_server() -> Iterator[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_openai", "--port", "0", "--reply-text", REPLY],
+        [sys.executable, "-m", "tests.support.fake_openai", "--port", "0", "--reply-text", REPLY],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

@@ -20,8 +20,8 @@ from newt.agent.session.chat_session import ChatSession
 from newt.agent.session.conversation_log import ConversationLog
 from newt.memory import record_summary
 from newt.store import Store
-from tests.agent_helpers import done_of, make_config, run_turn
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import done_of, make_config, run_turn
 
 SMALL = "[memory]\ncontext_tokens = 600\n[recall]\nretained_token_budget = 0\n"
 SLOW = 0.6  # seconds the backend holds a reply back

@@ -24,8 +24,8 @@ from newt.agent.session.chat_session import ChatSession
 from newt.agent.session.detached_writers import writer_pid_file
 from newt.memory import record_summary
 from newt.memory.compaction import base_summary, owed_folds, unsummarized_messages
-from tests.agent_helpers import done_of, make_config, run_turn
-from tests.fake_openai import ErrorReply, FakeOpenAI, RecordedRequest, Reply
+from tests.support.fake_openai import ErrorReply, FakeOpenAI, RecordedRequest, Reply
+from tests.support.session_helpers import done_of, make_config, run_turn
 
 SMALL = "[memory]\ncontext_tokens = 600\n[recall]\nretained_token_budget = 0\n"
 SUMMARY = "SUMMARY: trip plans."

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from newt import __version__
-from tests.agent_helpers import newt_cmd
+from tests.support.session_helpers import newt_cmd
 
 
 def run_newt(*args: str, home: Path) -> subprocess.CompletedProcess[str]:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent_helpers import MODEL, newt_cmd
-from tests.fake_openai import FakeOpenAI, Reply
 from tests.integration.memory.test_forget import holds
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import MODEL, newt_cmd
 
 SECRET = "QUIXOTICPLUM77"
 CONTROL = "ZEBRAPAVEMENT31"
@@ -482,7 +482,7 @@ async def test_applying_an_incognito_preset_turns_incognito_on(
     incognito preset turns it on for the open conversation and takes its
     records out; a preset without it never turns it off."""
     from newt.agent.session.chat_session import ChatSession
-    from tests.agent_helpers import make_config, run_turn
+    from tests.support.session_helpers import make_config, run_turn
 
     text = CONFIG + "[presets.private]\nincognito = true\n[presets.open]\ntemperature = 0.5\n"
     session = await ChatSession.open(make_config(fake_openai.base_url, text))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.agent_helpers import newt_cmd
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import newt_cmd
 
 CONFIG = """
 [backend]

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent_helpers import MODEL, newt_cmd
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import MODEL, newt_cmd
 
 # Generous for a loaded 2-core machine; the hang it guards against is endless.
 EXIT_WITHIN_S = 25.0

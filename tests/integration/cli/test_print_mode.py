@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from newt.store import Store
-from tests.agent_helpers import MODEL, newt_cmd
-from tests.fake_openai import ErrorReply, FakeOpenAI, Reply
-from tests.paths import FAKE_SERVER
+from tests.support.fake_openai import ErrorReply, FakeOpenAI, Reply
+from tests.support.paths import FAKE_SERVER
+from tests.support.session_helpers import MODEL, newt_cmd
 
 
 def args(fake: FakeOpenAI, *extra: str) -> list[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.agent_helpers import MODEL, newt_cmd
-from tests.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.session_helpers import MODEL, newt_cmd
 
 
 def test_a_config_file_that_is_not_utf8_is_a_clear_error(

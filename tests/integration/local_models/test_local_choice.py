@@ -1,7 +1,7 @@
 """The first run's "Run a local model" is remembered (issue 25, point 4).
 
 Real app (Pilot), real store, real local setup against a loopback package
-index; the cached llama-server is a stand-in running tests/fake_openai.py
+index; the cached llama-server is a stand-in running tests/support/fake_openai.py
 with `--no-props`, so no probe can tell the window: what the status bar shows
 before any reply comes from what newt knows of the server it started.
 """
@@ -22,10 +22,10 @@ from newt.config import load_config, save_local_choice
 from newt.ui.app import NewtApp
 from newt.ui.screens.setup import SetupScreen
 from newt.ui.widgets.messages import AssistantMessage
-from tests.agent_helpers import newt_cmd
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.package_index import WHEEL, Index, wheel_bytes
-from tests.paths import FAKE_SERVER
+from tests.support.package_index import WHEEL, Index, wheel_bytes
+from tests.support.paths import FAKE_SERVER
+from tests.support.session_helpers import newt_cmd
 
 # SmolLM2 on the managed server: -c 2048, threshold 0.80
 LOCAL_BUDGET = "/1,638"

@@ -5,7 +5,7 @@ the chat and the first run's choice write `[backend] local_model`, and later pla
 The command-line tests run `newt.cli.main.main` with the server start and the TUI
 replaced by recorders (what reaches them is what would run). The first-run test
 is the real app (Pilot) with the real discovery on a fake machine and a stand-in
-llama-server (tests/fake_openai.py, which speaks llama-server's flags).
+llama-server (tests/support/fake_openai.py, which speaks llama-server's flags).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from newt.local.server import free_port
 from newt.ui.app import NewtApp
 from newt.ui.screens.setup import SetupScreen
 from newt.ui.widgets.messages import AssistantMessage
-from tests.fake_hub import COMMIT, write_gguf
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.package_index import WHEEL, Index, wheel_bytes
-from tests.paths import FAKE_SERVER
+from tests.support.fake_hub import COMMIT, write_gguf
+from tests.support.package_index import WHEEL, Index, wheel_bytes
+from tests.support.paths import FAKE_SERVER
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ choosing one is one step: the server restarts with that model and its window on
 the same port, the conversation goes on, and the choice is remembered.
 
 Real app (Pilot), real session and store; the llama-server is a stand-in
-(tests/fake_openai.py takes llama-server's flags, `-c` sets the window it
+(tests/support/fake_openai.py takes llama-server's flags, `-c` sets the window it
 reports), so what is checked is the process newt runs: its command line, its
 window, the model name in each request. The same with the real llama-server
 between SmolLM2 and Gemma 3 270M is tests/e2e/models/test_llama_local_switch.py.
@@ -22,10 +22,10 @@ from newt.agent.local.managed_server import KnownModel, ManagedLocal, managed_se
 from newt.config import load_config
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage
-from tests.fake_hub import gguf_bytes
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.integration.ui.test_ui_models import notices, picker_ready
-from tests.paths import FAKE_SERVER
+from tests.support.fake_hub import gguf_bytes
+from tests.support.paths import FAKE_SERVER
 
 
 @pytest.fixture

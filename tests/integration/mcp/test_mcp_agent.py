@@ -17,9 +17,9 @@ from newt.agent.tools.builtin import MAX_SHOWN_RESULT_CHARS
 from newt.config import Config
 from newt.recall import RecallRequest
 from newt.store import Store
-from tests.agent_helpers import done_of, make_config, newt_cmd, reply_of, run_turn
-from tests.fake_openai import FakeOpenAI, Reply
 from tests.mcp_servers import DEMO_SERVER, http_demo_server
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import done_of, make_config, newt_cmd, reply_of, run_turn
 
 
 def server_toml(name: str, approve: str = "always", **extra: str) -> str:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_openai import FakeOpenAI, Reply
 from tests.mcp_servers import DEMO_SERVER
-from tests.paths import REPO
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.paths import REPO
 
 ROOT = REPO
 

@@ -17,8 +17,8 @@ import pytest
 from newt.agent.session.chat_session import ChatSession, SessionError
 from newt.errors import NewtError, user_message
 from newt.memory.forget_quotes import DROPPED_SUMMARY
-from tests.agent_helpers import make_config, run_turn
-from tests.fake_openai import ErrorReply, FakeOpenAI, Reply
+from tests.support.fake_openai import ErrorReply, FakeOpenAI, Reply
+from tests.support.session_helpers import make_config, run_turn
 
 SECRET = "QUIXOTICPLUM77"
 CONTROL = "ZEBRAPAVEMENT31"

@@ -18,7 +18,7 @@ import newt.store.db as dbmod
 from benchmarks.concurrent_prints import run_round, stored_prompts
 from newt.store import SCHEMA_VERSION, Database, DatabaseBusyError, Store
 from newt.store.migrations import MIGRATIONS
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
 
 
 def _hold_lock(path: Path, begin: str, seconds: float) -> tuple[threading.Event, threading.Thread]:

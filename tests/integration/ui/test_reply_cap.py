@@ -15,11 +15,11 @@ from newt.config import load_config
 from newt.ui.app import NewtApp
 from newt.ui.screens.settings import SettingsScreen
 from newt.ui.widgets.messages import AssistantMessage
-from tests.agent_helpers import MODEL, newt_cmd
-from tests.fake_openai import FakeOpenAI, Reply
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401
-from tests.paths import FAKE_SERVER
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.paths import FAKE_SERVER
+from tests.support.session_helpers import MODEL, newt_cmd
 
 
 def _args(fake: FakeOpenAI, *extra: str) -> list[str]:

@@ -13,9 +13,9 @@ from newt.ui.screens.picker import PickerScreen, conversation_prompt
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.entries import AssistantEntry, ErrorEntry, UserEntry
 from newt.ui.widgets.messages import UserMessage
-from tests.fake_openai import FakeOpenAI, Reply
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401  (fixture)
+from tests.support.fake_openai import FakeOpenAI, Reply
 from tests.unit.agent.test_attachments import PNG
 
 

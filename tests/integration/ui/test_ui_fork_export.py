@@ -11,9 +11,9 @@ from newt.store.turn_edits import fork_title
 from newt.ui.app import NewtApp
 from newt.ui.screens.chat_commands import title_slug
 from newt.ui.widgets.messages import NoticeMessage
-from tests.fake_openai import FakeOpenAI
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401
+from tests.support.fake_openai import FakeOpenAI
 
 
 def notices(screen: Any) -> list[str]:

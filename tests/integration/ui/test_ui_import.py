@@ -23,12 +23,12 @@ from newt.ui.app import NewtApp
 from newt.ui.command_palette import SlashCommandProvider
 from newt.ui.screens.chat import ChatScreen
 from newt.ui.screens.import_history import ImportScreen
-from tests.fake_openai import FakeOpenAI
 from tests.integration.ui.test_ui_chat import chat_ready, wait_idle
 from tests.integration.ui.test_ui_fork_export import notices
 from tests.integration.ui.test_ui_memory_owner import config, last_request, say, until
 from tests.integration.ui.test_ui_real import home  # noqa: F401  (fixture)
-from tests.paths import TESTS
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.paths import TESTS
 
 FIXTURES = TESTS / "fixtures" / "import"
 CHATGPT = FIXTURES / "chatgpt_conversations.json"

@@ -29,11 +29,11 @@ from newt.ui.screens.recall_preview import RecallPreviewScreen
 from newt.ui.screens.record import RecordScreen
 from newt.ui.screens.settings import SettingsScreen
 from newt.ui.widgets.entries import UserEntry
-from tests.fake_openai import FakeOpenAI
 from tests.integration.memory.test_forget import holds
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.integration.ui.test_ui_fork_export import notices
 from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401  (fixture)
+from tests.support.fake_openai import FakeOpenAI
 
 SECRET = "QUIXOTICPLUM77"
 CONTROL = "ZEBRAPAVEMENT31"

@@ -14,8 +14,8 @@ from newt.ui.app import NewtApp
 from newt.ui.screens.choice_picker import ChoicePickerScreen
 from newt.ui.screens.settings import SettingsScreen
 from newt.ui.widgets.messages import NoticeMessage
-from tests.fake_openai import FakeOpenAI
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
+from tests.support.fake_openai import FakeOpenAI
 
 PRESETS = """
 [presets.terse]

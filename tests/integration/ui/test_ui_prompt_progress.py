@@ -11,9 +11,9 @@ from pathlib import Path
 
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage
-from tests.fake_openai import FakeOpenAI, Reply
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401
+from tests.support.fake_openai import FakeOpenAI, Reply
 
 
 def status_of(message: AssistantMessage) -> str:

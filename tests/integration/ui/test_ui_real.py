@@ -15,8 +15,8 @@ from newt.ui.screens.setup import SetupScreen
 from newt.ui.screens.status import ErrorScreen
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.messages import AssistantMessage, ErrorMessage, NoticeMessage
-from tests.fake_openai import ErrorReply, FakeOpenAI, Reply  # fixture via conftest
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
+from tests.support.fake_openai import ErrorReply, FakeOpenAI, Reply  # fixture via conftest
 
 
 @pytest.fixture

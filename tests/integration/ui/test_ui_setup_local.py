@@ -3,7 +3,7 @@ what is missing with a progress bar, starts llama-server and lands in a chat tha
 
 Real app (Pilot), real store and session, real local_setup against a loopback
 package index; the llama-server binary in the cache is a stand-in that runs
-tests/fake_openai.py (it speaks llama-server's flags), as in the --local tests.
+tests/support/fake_openai.py (it speaks llama-server's flags), as in the --local tests.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from newt.ui.app import NewtApp
 from newt.ui.screens.setup import SetupScreen
 from newt.ui.widgets.messages import AssistantMessage
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.package_index import WHEEL, Index, wheel_bytes
-from tests.paths import FAKE_SERVER
+from tests.support.package_index import WHEEL, Index, wheel_bytes
+from tests.support.paths import FAKE_SERVER
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

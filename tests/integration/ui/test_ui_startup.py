@@ -22,11 +22,11 @@ from newt.agent.session.chat_session import ChatSession
 from newt.config import Config
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage, UserMessage
-from tests.agent_helpers import make_config, run_turn
-from tests.fake_openai import FakeOpenAI, Reply
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.integration.ui.test_ui_real import config_for, home, no_local_server  # noqa: F401  (fixture)
 from tests.integration.ui.test_ui_support import FakeSession, Step, make_turn
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import make_config, run_turn
 
 
 async def wait_until(condition: object, what: str, timeout: float = 5.0) -> None:

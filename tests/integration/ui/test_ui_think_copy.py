@@ -14,9 +14,9 @@ from newt.ui.screens.memory import MemoryScreen, memory_rows
 from newt.ui.widgets.entries import AssistantEntry, UserEntry
 from newt.ui.widgets.messages import AssistantMessage, NoticeMessage, UserMessage
 from newt.ui.widgets.reply_parts import ThinkingBlock
-from tests.fake_openai import FakeOpenAI, Reply
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401
+from tests.support.fake_openai import FakeOpenAI, Reply
 
 CODE_REPLY = (
     "Two ways:\n\n```python\nprint('one')\n```\n\nor\n\n```sh\necho two\necho 2\n```\n\nDone."

@@ -8,9 +8,9 @@ from typing import Any
 
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage
-from tests.fake_openai import FakeOpenAI, Reply
 from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401
+from tests.support.fake_openai import FakeOpenAI, Reply
 
 
 async def test_thinking_is_folded_while_the_answer_streams(

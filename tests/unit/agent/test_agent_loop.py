@@ -14,14 +14,14 @@ from newt.memory import COMPACTION_MARKER
 from newt.recall import RecallRequest
 from newt.recall.presentation import evidence_block
 from newt.store import Store
-from tests.agent_helpers import done_of, make_config, reply_of, run_turn
-from tests.fake_openai import (
+from tests.support.fake_openai import (
     ErrorReply,
     FakeOpenAI,
     Reply,
     llama_server_overflow,
     tools_unsupported,
 )
+from tests.support.session_helpers import done_of, make_config, reply_of, run_turn
 
 
 async def open_session(fake: FakeOpenAI, config_text: str = "") -> tuple[Store, ChatSession]:

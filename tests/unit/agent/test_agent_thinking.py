@@ -5,8 +5,8 @@ from __future__ import annotations
 from newt.agent import events as ev
 from newt.agent.session.chat_session import ChatSession
 from newt.store import Store
-from tests.agent_helpers import done_of, make_config, reply_of, run_turn
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import done_of, make_config, reply_of, run_turn
 
 SECRET_THOUGHT = "zebracorn reasoning that must stay private"
 

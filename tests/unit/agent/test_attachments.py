@@ -25,8 +25,8 @@ from newt.agent.turn.attachments import (
 from newt.backend.classify import classify_error
 from newt.backend.errors import ImagesUnsupportedError
 from newt.recall import RecallRequest
-from tests.agent_helpers import done_of, make_config, newt_cmd, run_turn
-from tests.fake_openai import LLAMA_NO_IMAGES, FakeOpenAI, Reply
+from tests.support.fake_openai import LLAMA_NO_IMAGES, FakeOpenAI, Reply
+from tests.support.session_helpers import done_of, make_config, newt_cmd, run_turn
 
 # A 1x1 transparent PNG.
 PNG = base64.b64decode(

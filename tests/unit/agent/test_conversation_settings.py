@@ -12,8 +12,8 @@ from newt.agent.session.settings import effective_system_prompt
 from newt.chat_settings import ChatSettings, SettingsError, settings_from_form
 from newt.config import ConfigError, load_config
 from newt.store import Store, StoredSettings
-from tests.agent_helpers import make_config, run_turn
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import make_config, run_turn
 
 PIRATE = "You are a pirate. Answer every question in pirate speech, with many nautical words. " * 12
 

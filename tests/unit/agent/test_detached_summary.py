@@ -18,8 +18,8 @@ from newt.agent.session.chat_session import ChatSession
 from newt.agent.session.detached_writers import stop_detached_writer, writer_pid_file
 from newt.memory import record_summary
 from newt.store import Store
-from tests.agent_helpers import make_config, run_turn
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import make_config, run_turn
 
 SMALL = "[memory]\ncontext_tokens = 600\n[recall]\nretained_token_budget = 0\n"
 

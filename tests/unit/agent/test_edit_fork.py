@@ -17,8 +17,8 @@ from newt.agent.errors import SessionError
 from newt.agent.session.chat_session import ChatSession
 from newt.chat_settings import ChatSettings
 from newt.recall import RecallRequest
-from tests.agent_helpers import done_of, make_config, run_turn
-from tests.fake_openai import ErrorReply, FakeOpenAI, Reply
+from tests.support.fake_openai import ErrorReply, FakeOpenAI, Reply
+from tests.support.session_helpers import done_of, make_config, run_turn
 
 NO_RECALL = "[recall]\nretained_token_budget = 0\n"
 # Small enough that a few turns of ~40 tokens compact (records appear in the log).

@@ -16,8 +16,8 @@ from newt.recall.evidence import (
     RECALL_LIMIT,
     evidence_budget,
 )
-from tests.agent_helpers import make_config, run_turn
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.session_helpers import make_config, run_turn
 
 
 def test_the_budget_is_a_share_of_the_room_capped_by_the_config() -> None:

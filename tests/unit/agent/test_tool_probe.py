@@ -7,8 +7,8 @@ from __future__ import annotations
 from newt.agent.session.chat_session import ChatSession
 from newt.agent.tools.probe import PROBE_TOOL
 from newt.store import Store
-from tests.agent_helpers import make_config, run_turn
-from tests.fake_openai import FakeOpenAI, RecordedRequest, Reply
+from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply
+from tests.support.session_helpers import make_config, run_turn
 
 
 async def open_local(fake: FakeOpenAI, store: Store | None = None) -> tuple[Store, ChatSession]:

@@ -18,7 +18,7 @@ from newt.backend.errors import (
     StreamingUnsupportedError,
     ToolsUnsupportedError,
 )
-from tests.fake_openai import OVERFLOW_REPLIES, tools_unsupported
+from tests.support.fake_openai import OVERFLOW_REPLIES, tools_unsupported
 
 KEY = "sk-test-0123456789SECRET"
 

@@ -24,7 +24,7 @@ from newt.backend.errors import (
     UnreachableError,
 )
 from newt.backend.types import ChatResult, ChatUsage, StreamEvent, TextDelta
-from tests.fake_openai import (
+from tests.support.fake_openai import (
     OVERFLOW_REPLIES,
     ErrorReply,
     FakeOpenAI,

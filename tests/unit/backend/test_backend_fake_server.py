@@ -1,4 +1,4 @@
-"""The fake server as another process uses it: `python -m tests.fake_openai`."""
+"""The fake server as another process uses it: `python -m tests.support.fake_openai`."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import pytest
 from newt.backend.client import ChatClient
 from newt.backend.errors import ContextLengthExceededError, RateLimitedError
 from newt.backend.types import ChatResult, TextDelta
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 
 def start(*args: str) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fake_openai", "--port", "0", *args],
+        [sys.executable, "-m", "tests.support.fake_openai", "--port", "0", *args],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,

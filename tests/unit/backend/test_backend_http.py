@@ -17,7 +17,7 @@ from newt.agent.session.chat_session import ChatSession
 from newt.backend import http as newt_http
 from newt.backend.http import LazyTrustContext, async_client
 from newt.config import load_config
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""LocalLlamaServer lifecycle, with a stand-in binary (tests/fake_openai.py speaks
+"""LocalLlamaServer lifecycle, with a stand-in binary (tests/support/fake_openai.py speaks
 llama-server's flags) so start, health wait, stop and cleanup run in well under a
 second. The real binary is exercised by test_llama_e2e.py."""
 
@@ -18,7 +18,7 @@ from newt.backend.client import ChatClient
 from newt.backend.errors import LocalServerError
 from newt.backend.types import ChatResult
 from newt.local.server import LocalLlamaServer, find_llama_server
-from tests.paths import FAKE_SERVER, REPO
+from tests.support.paths import FAKE_SERVER, REPO
 
 
 def script(tmp_path: Path, name: str, body: str) -> Path:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from newt.backend.models import ModelListUnavailable, ServedModel, list_models
-from tests.fake_openai import FakeOpenAI, llama_model_entry, ollama_tag
+from tests.support.fake_openai import FakeOpenAI, llama_model_entry, ollama_tag
 
 
 async def test_openai_form_with_the_window_each_server_reports(fake_openai: FakeOpenAI) -> None:

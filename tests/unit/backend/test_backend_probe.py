@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 
 from newt.backend.probe import ProbeResult, probe_context_window, server_root
-from tests.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI
 
 
 def test_server_root_strips_v1():

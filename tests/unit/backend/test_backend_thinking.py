@@ -11,7 +11,7 @@ from newt.backend.client import ChatClient
 from newt.backend.response import StreamAccumulator, parse_completion
 from newt.backend.thinking import ThinkTagSplitter
 from newt.backend.types import ChatResult, StreamEvent, TextDelta, ThinkingDelta
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
 
 TAGGED = "<think>\nThe user greets; greet back.\n</think>\n\nHello <b>there</b>!"
 THOUGHT = "\nThe user greets; greet back.\n"

@@ -9,7 +9,7 @@ from newt.agent.turn.reply_pace import PaceMeter
 from newt.backend.client import ChatClient
 from newt.backend.types import ChatResult, PromptProgress, TextDelta
 from newt.ui.widgets.reply_parts import pace_text
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import FakeOpenAI, Reply
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 

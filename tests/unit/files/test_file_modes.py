@@ -16,8 +16,8 @@ import pytest
 from newt.config import load_config, save_settings
 from newt.files import create_private_file, ensure_private_dir, write_private
 from newt.store import Store
-from tests.fake_openai import FakeOpenAI
-from tests.paths import REPO
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.paths import REPO
 
 ROOT = REPO
 

@@ -20,9 +20,9 @@ from newt.agent.session.export import export_conversation
 from newt.cli.import_command import import_main, run_import
 from newt.importing import ImportFormatError, import_conversations, read_source
 from newt.store import Store
-from tests.agent_helpers import make_config, run_turn
-from tests.fake_openai import FakeOpenAI, Reply
-from tests.paths import TESTS
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.paths import TESTS
+from tests.support.session_helpers import make_config, run_turn
 
 FIXTURES = TESTS / "fixtures" / "import"
 TABLES = ("conversations", "turns", "memory_records", "imports")

@@ -20,8 +20,8 @@ import pytest
 from newt.cli.import_command import import_main
 from newt.importing import default_path, import_conversations, read_source
 from newt.store import Store
-from tests.agent_helpers import make_config
-from tests.paths import TESTS
+from tests.support.paths import TESTS
+from tests.support.session_helpers import make_config
 
 FIXTURES = TESTS / "fixtures" / "import"
 TABLES = ("conversations", "turns", "memory_records", "imports")

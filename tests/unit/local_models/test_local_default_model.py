@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from newt.local.server import DEFAULT_CTX, reply_token_cap
-from tests.agent_helpers import newt_cmd
-from tests.paths import FAKE_SERVER
+from tests.support.paths import FAKE_SERVER
+from tests.support.session_helpers import newt_cmd
 
 
 def test_local_without_a_model_runs_the_instruct_model(

@@ -19,8 +19,8 @@ from newt.agent.local.first_run import local_embeddings_server, use_local_embedd
 from newt.config import Config
 from newt.local.server import LocalLlamaServer, reply_token_cap
 from newt.local.setup import EMBEDDING_MODEL_FILE
-from tests.agent_helpers import newt_cmd
-from tests.paths import FAKE_SERVER
+from tests.support.paths import FAKE_SERVER
+from tests.support.session_helpers import newt_cmd
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The local-model catalogue, its downloads and discovery (newt/local/models).
 
-Downloads run against tests/fake_hub.py on 127.0.0.1 (HF_ENDPOINT points at
+Downloads run against tests/support/fake_hub.py on 127.0.0.1 (HF_ENDPOINT points at
 it, HF_HOME at a tmp dir) serving a tiny valid GGUF: the tests check the
 transfer, resume and verification, never run the model. This machine reaches
 no model hub, so the catalogue's own files are checked for shape only.
@@ -24,7 +24,7 @@ from newt.local.models.catalogue import CatalogueModel, parse_catalogue, recomme
 from newt.local.models.discover import discover
 from newt.local.models.download import DownloadError, Transfer, cached_path, download
 from newt.resources import asset_text
-from tests.fake_hub import COMMIT, Hub, gguf_bytes, serve, write_gguf
+from tests.support.fake_hub import COMMIT, Hub, gguf_bytes, serve, write_gguf
 
 REPO, FILE = "tester/Tiny-Chat-GGUF", "tiny-chat-Q4_K_M.gguf"
 PAYLOAD = gguf_bytes({"general.architecture": "llama"}, padding=300_000)

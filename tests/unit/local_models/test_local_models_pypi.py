@@ -2,7 +2,7 @@
 and recommended only where it can be fetched (issue 43, item 1).
 
 No network: the hub is 127.0.0.1:9 (refused, as the conftest sets it) and the
-package index is tests/package_index.py's loopback server.
+package index is tests/support/package_index.py's loopback server.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from newt.local.models.catalogue import CatalogueModel, catalogue, find
 from newt.local.models.download import Transfer, cached_path, download
 from newt.local.setup import cache_dir
 from newt.local.setup.split_model import WheelSplit
-from tests.package_index import Index
+from tests.support.package_index import Index
 from tests.unit.local_setup.test_split_model import GGUF, MEMBER, PACKAGE, WHEELS, publish
 
 GB = 1_000_000_000

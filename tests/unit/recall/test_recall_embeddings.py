@@ -32,7 +32,7 @@ from newt.recall.engine import fuse
 from newt.recall.service import RecallParts
 from newt.recall.vectors import LOAD_PAGE, VectorIndex, normalized, pack, unpack
 from newt.store import Database, Store
-from tests.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI
 
 EMBEDDINGS = ("POST", "/v1/embeddings")
 

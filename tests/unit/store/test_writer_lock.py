@@ -15,7 +15,7 @@ import pytest
 
 import newt.store.writer_lock as wl
 from newt.store.writer_lock import ConversationBusyError, conversation_writer, lock_path
-from tests.paths import REPO
+from tests.support.paths import REPO
 
 ROOT = REPO
 
