@@ -46,7 +46,7 @@ Discover = Callable[[], Any]  # () -> (base_url, model) | None, possibly awaitab
 CLOSE_TIMEOUT = 5.0
 FIRST_RUN_LOCAL = "Running SmolLM2-135M, a tiny model. Stronger ones: newt --local --list"
 """The first run's note when it fell back to SmolLM2: one line, a few seconds
-(issue 45: the whole "fetch later" paragraph covered the message box for 12 s)."""
+(a whole "fetch later" paragraph covered the message box for seconds)."""
 
 
 # What the first frame leaves out and the first turn needs.
@@ -296,7 +296,7 @@ class NewtApp(App[None]):
     async def _meter_after_probe(self) -> None:
         """Redraw the status bar once the background probe has landed: a window it
         found replaces the cached or default one, and the bar must not go on
-        showing the old budget until the first reply (issue 25)."""
+        showing the old budget until the first reply."""
         if self.session is None:
             return
         with contextlib.suppress(Exception):

@@ -1,5 +1,5 @@
 """Forgetting only what holds the words: a message's sentences (and clauses) that
-hold a phrase, the rest of the message kept with each cut marked (issue 45).
+hold a phrase, the rest of the message kept with each cut marked.
 
 "My sister lives in Tromsø, I'm allergic to peanuts, my dog is called Pixel"
 forgotten by "peanuts" keeps "My sister lives in Tromsø, [forgotten], my dog

@@ -1,6 +1,6 @@
 """Where the open conversation lives: the database, or, incognito, memory only.
 
-An incognito conversation leaves nothing on disk (issue 45): its row, its
+An incognito conversation leaves nothing on disk: its row, its
 turns, its settings and its compaction records live in an in-memory SQLite
 database of the same schema, which goes when the session closes. The parts
 that write the conversation (the log, the lifecycle, the edits, the

@@ -47,7 +47,7 @@ class ChatScreen(Screen[None]):
         # start and end of every reply (20-40 ms in which keys waited); the
         # streaming reply's status line says it instead (STOP_HINT).
         Binding("escape", "stop", "Stop reply", show=False),
-        # As in most terminal chat tools (issue 45): ctrl+c stops a streaming
+        # As in most terminal chat tools: ctrl+c stops a streaming
         # reply, or clears the prompt (one undoable edit: ctrl+z brings it
         # back); with a selection, or nothing to clear, it goes on to the
         # prompt's copy or the app's "press ctrl+q to quit" (check_action).
@@ -178,7 +178,7 @@ class ChatScreen(Screen[None]):
             title = make_title(first.text) if first else ""
         self.title = title or "new conversation"
         incognito = ""
-        if self.session.incognito:  # and, since issue 45, nothing of it is on disk
+        if self.session.incognito:  # and nothing of it is on disk
             incognito = " · incognito: nothing saved" if self.session.unsaved else " · incognito"
         self.sub_title = (self.session.model or "no model") + incognito
 

@@ -1,4 +1,4 @@
-"""Importing history from the chat screen (issue 28): `/import` and the palette's
+"""Importing history from the chat screen: `/import` and the palette's
 "Import conversations…" open the import screen; `/import PATH` imports at once.
 
 Mixed into ChatCommands. The import runs in the chat screen's worker (never the

@@ -1,4 +1,4 @@
-"""The user's own memory from the chat screen (issue 26): the memory view,
+"""The user's own memory from the chat screen: the memory view,
 /recall, /incognito, and the resume picker's rename and delete.
 
 Mixed into ChatCommands. After a forget or a delete the session has already

@@ -231,7 +231,7 @@ class PickerScreen(ModalScreen[str | None]):
         except Exception as exc:  # the reason shows in the picker; the app goes on
             self.notice = describe(exc)
         # Back to the list, where r, d and the arrows act: in the search box the
-        # next d typed a "d" into the search instead of deleting (issue 45).
+        # next d typed a "d" into the search instead of deleting.
         options = self.query_one("#picker-list", OptionList)
         self.set_focus(options if options.option_count else self.search_box)
         self.run_search(self.search_box.value, delay=0)

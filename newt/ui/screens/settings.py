@@ -26,8 +26,8 @@ from newt.ui.format import clean, one_line
 
 def window_line(context_tokens: int, budget: int, source: str) -> str:
     """The context window in force, where it comes from and what newt fills of
-    it, and where to change it (issue 45: the config file has it, /settings
-    did not say)."""
+    it, and where to change it (the config file has it; the user should not
+    have to know that)."""
     from newt.ui.screens.memory import SOURCES
 
     return (

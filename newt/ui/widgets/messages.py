@@ -267,7 +267,7 @@ class AssistantMessage(MessageKeys, Vertical, can_focus=True):
             return
         if self.thinking.live:
             # the answer has begun, so the thinking is over: fold it now, not
-            # when the turn is stored, after the reply's last word (issue 25)
+            # when the turn is stored, after the reply's last word
             self.thinking.finish()
         if self._stream is None:
             from newt.ui.widgets.streaming_markdown import StreamingMarkdown  # see HistoryMarkdown
