@@ -10,7 +10,7 @@
    check whether the fact survives verbatim in what is kept by
    (a) raw chunks: whole records dumped in rank order, the last one cut to
        fill the budget exactly (the generous version of the baseline);
-   (b) head capsules: retain_within_budget without a query (the seed's v0);
+   (b) head capsules: retain_within_budget without a query (the first design);
    (c) query-aware capsules: retain_within_budget with the question.
 2. Latency of recall + retention (budget 1024) on 100,000 such records, for
    the fact questions, for questions made only of common words (no rare word

@@ -21,7 +21,8 @@ Columns (error in % of the truth):
             per prompt-side message / per reply)
   plain     the same anchoring with the plain chars/4 estimate
   c/4 sum   unanchored: chars/4 of everything resident
-  naive     sum of input+output tokens over all turns (the seed's old bug)
+  naive     sum of input+output tokens over all turns (an old bug: each turn is
+            counted again in every later reading)
 """
 
 from __future__ import annotations

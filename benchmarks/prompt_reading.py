@@ -1,5 +1,5 @@
 """How the llama-server newt runs reads a long prompt: progress reports, speed, and how
-soon it is free again after a request is stopped mid-prompt (issue 43, item 5).
+soon it is free again after a request is stopped mid-prompt.
 
     .venv/bin/python benchmarks/prompt_reading.py [--batch N] [--model PATH]
 

@@ -1,4 +1,4 @@
-"""Streaming and startup of the installed `newt` in a real terminal (issue 14).
+"""Streaming and startup of the installed `newt` in a real terminal.
 
     python benchmarks/terminal_bench.py                 # everything below, one run each
     python benchmarks/terminal_bench.py --only stream --sizes 2000 --runs 2

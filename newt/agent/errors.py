@@ -12,7 +12,7 @@ class SessionError(InputError):
 
 
 class ConversationNotFound(SessionError):
-    pass
+    hint = "`newt list` shows the saved ones"
 
 
 class AmbiguousConversation(SessionError):
@@ -30,9 +30,7 @@ async def resolve_conversation(store: Store, prefix: str) -> Conversation:
         raise ConversationNotFound("no conversation id given")
     found = await store.conversations.find_by_prefix(prefix)
     if not found:
-        raise ConversationNotFound(
-            f"no conversation with id {prefix!r}; `newt list` shows the saved ones"
-        )
+        raise ConversationNotFound(f"no conversation with id {prefix!r}")  # and the hint
     if len(found) > 1:
         ids = ", ".join(c.id[:12] for c in found[:5])
         raise AmbiguousConversation(

@@ -1,4 +1,4 @@
-"""Importing other apps' history into the open session's store (the TUI's import, issue 28).
+"""Importing other apps' history into the open session's store (the TUI's import).
 
 Contract: `found_databases()` lists the Elia, oterm and llm databases present at
 their default paths; `import_history(session, path)` reads the whole file in a

@@ -1,4 +1,4 @@
-"""Tools from MCP servers (issue 12).
+"""Tools from MCP servers.
 
 `newt.mcp.config` parses `[mcp.servers.NAME]` and imports nothing heavy; the
 SDK is imported only by `newt.mcp.manager` and what it loads (`server`,

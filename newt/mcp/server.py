@@ -23,13 +23,7 @@ from mcp import Client
 
 from newt.mcp.config import McpServerConfig
 from newt.mcp.schema import offered_tool
-from newt.mcp.transport import (
-    CommandNotFound,
-    connection_lost,
-    describe_failure,
-    open_transport,
-    search_path,
-)
+from newt.mcp.transport import connection_lost, describe_failure, open_transport, search_path
 from newt.mcp.types import McpNotice, McpTool
 
 log = logging.getLogger(__name__)
@@ -77,7 +71,9 @@ class McpServer:
         )
         try:
             if cfg.command and shutil.which(cfg.command, path=search_path(cfg)) is None:
-                raise CommandNotFound(f"command {cfg.command!r} was not found on PATH")
+                # said plainly, not as the spawn error the SDK would raise
+                self.fail(f"command {cfg.command!r} was not found on PATH")
+                return
 
             def on_end() -> None:
                 self.lost = True
@@ -94,8 +90,6 @@ class McpServer:
                 self.client = None
                 if self.lost and not self.stopping:
                     self.fail("the server stopped", lost=True)
-        except CommandNotFound as exc:
-            self.fail(str(exc))
         except Exception as exc:
             log.debug("MCP server %s failed", cfg.name, exc_info=True)
             reason = describe_failure(exc)

@@ -28,10 +28,6 @@ CONNECTION_CLOSED = -32000  # JSON-RPC code the SDK uses when the transport is g
 _LAUNCHER = Path(__file__).with_name("launch.py")
 
 
-class CommandNotFound(Exception):
-    """The configured command is not on PATH: say so plainly, not as a spawn error."""
-
-
 class _WatchedRead:
     """The transport's read stream, telling us when it ends (the server is gone)."""
 

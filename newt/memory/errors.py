@@ -1,7 +1,7 @@
 """Errors raised by newt.memory.
 
-    Exception
-    ├── NotesUnsupported      the provider has no notebook attached (seed default)
+    InputError (newt/errors.py: exit status 2)
+    ├── NotesUnsupported      the provider has no notebook attached (the default)
     └── NoteError             a note operation was refused; str(err) is the
         │                     user-facing message (what happened, what to do)
         ├── EmptyNote         empty note text or empty search substring

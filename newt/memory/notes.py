@@ -27,7 +27,7 @@ from newt.memory.errors import (
 
 NOTES_CHAR_LIMIT = 2200
 # The notes were written before what the user says now: a note the user has since
-# corrected in the conversation must not outrank the correction (issue 43: with the
+# corrected in the conversation must not outrank the correction (with the
 # bare heading Qwen2.5-Coder-1.5B answered from a stale note over a correction
 # three turns back; with this one it took the correction, and still the note
 # when nothing had corrected it).

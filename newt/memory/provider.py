@@ -1,5 +1,5 @@
-"""The MemoryProvider protocol (every method of the seed, snake_case) and a
-base class carrying the seed's defaults.
+"""The MemoryProvider protocol (the methods every provider has) and a base
+class carrying their defaults.
 
 Sync or async by what a method does: work that may call the backend
 (sync_turn's summarizer, compact) or do I/O (initialize, prefetch,
@@ -45,14 +45,14 @@ class MemoryProvider(Protocol):
 class CompactingProvider(MemoryProvider, Protocol):
     """Optional: a provider that can fold history on demand (/compact, the
     pre-send guard, overflow recovery). Callers check for it; a provider with
-    only the seed's methods is still a MemoryProvider."""
+    only the protocol's methods is still a MemoryProvider."""
 
     async def compact(self, focus: str | None = None) -> bool: ...
     async def compact_for(self, required_tokens: int, *, limit: int | None = None) -> bool: ...
 
 
 class BaseProvider:
-    """The seed's defaults: no-ops, nothing to compact, NotesUnsupported
+    """The protocol's defaults: no-ops, nothing to compact, NotesUnsupported
     unless a NoteBook is attached with `with_notes`."""
 
     name = "base"

@@ -1,4 +1,4 @@
-"""What a memory provider can do beyond the seed's protocol, declared.
+"""What a memory provider can do beyond the MemoryProvider protocol, declared.
 
 The session works with any `MemoryProvider`; TokenBudget can do more, and
 each extra is a Protocol here that the caller checks with `isinstance`

@@ -5,8 +5,8 @@ last-reported prompt size, which already counts the system prompt and every
 resident turn, plus an estimate of what was added or removed since:
 `used = max(0, reported + delta)`. Before any report it is the sum of the
 resident items' estimates, each counted once. Summing input+output over the
-history would count every earlier turn again in every later reading (the seed
-measured 5.4x inflation by turn 20), so it is never done.
+history would count every earlier turn again in every later reading (measured:
+5.4x inflation by turn 20), so it is never done.
 
 Not re-entrant: one conversation drives a provider from one task at a time.
 """

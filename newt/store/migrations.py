@@ -361,7 +361,7 @@ async def m014_summaries_indexed_alone(conn: aiosqlite.Connection) -> None:
 async def m015_stopped_for_length(conn: aiosqlite.Connection) -> None:
     # Whether the backend stopped the reply at its length cap (finish_reason
     # "length"): the reply's footer says "stopped at the length limit", and a
-    # resumed conversation's footer said nothing (issue 45).
+    # resumed conversation's footer said nothing.
     await run_script(
         conn, "ALTER TABLE turns ADD COLUMN stopped_for_length INTEGER NOT NULL DEFAULT 0;"
     )

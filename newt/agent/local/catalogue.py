@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from newt.errors import describe
 from newt.local.models.catalogue import (
     catalogue,
     find,
@@ -99,7 +100,7 @@ def prepare_choice(choice: LocalChoice, progress: ProgressFn) -> tuple[Path, Pat
             model_path = download(model, progress=report)
         except DownloadError as exc:
             raise SetupError(
-                f"{exc}\nWith no network, SmolLM2-135M-Instruct (Run a local model on this "
-                f"machine) works offline. {FETCH_LATER}"
+                f"{describe(exc)}\nWith no network, SmolLM2-135M-Instruct (Run a local model "
+                f"on this machine) works offline. {FETCH_LATER}"
             ) from exc
     return build_llama_server(progress=progress), model_path

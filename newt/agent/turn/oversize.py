@@ -1,4 +1,4 @@
-"""A message too large for the model's window, told before it is sent (issue 45).
+"""A message too large for the model's window, told before it is sent.
 
 A 50,000-character paste used to go to the server, wait ~45 s for its
 refusal, and come back as "newt compacts the conversation and retries",

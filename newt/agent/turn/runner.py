@@ -33,6 +33,7 @@ from newt.backend.errors import (
     ContextLengthExceededError,
     ImagesUnsupportedError,
 )
+from newt.errors import NewtError, describe
 from newt.memory import MemMessage, TurnMetrics, Usage
 from newt.recall import RetentionReport
 from newt.recall.presentation import Packing
@@ -74,18 +75,23 @@ class TurnRunner:
         except BackendError as exc:
             if isinstance(exc, ImagesUnsupportedError) and s.attachments is not None:
                 exc.message = await s.attachments.rejected(exc)
-            yield ev.TurnError(exc.message, exc.retryable, type(exc).__name__)
+            said = describe(exc)
+            yield ev.TurnError(said, exc.retryable, type(exc).__name__)
             if self.p.reply:
                 # e.g. a malformed chunk mid-reply: keep what arrived, like a cancel
                 for compacted in await self._finish(turn_id, "interrupted"):
                     yield compacted
                 yield self.p.done(turn_id, "interrupted", s.tokens_for)
             else:
-                await s.log.fail(turn_id, exc.message)
+                await s.log.fail(turn_id, said)
                 yield self.p.done(turn_id, "failed", s.tokens_for)
             return
         except Exception as exc:  # a bug or a storage failure: report it, keep the words
-            message = f"newt hit an unexpected error ({type(exc).__name__}: {exc})"
+            message = (
+                describe(exc)  # one of newt's own (a busy database, say): its own words
+                if isinstance(exc, NewtError)
+                else f"newt hit an unexpected error ({describe(exc)})"
+            )
             log.debug("turn failed", exc_info=True)  # never a traceback on the screen
             if self.p.reply:  # the streamed text must not vanish with the error
                 where = save_unsaved_reply(s.log.store.db.path, turn_id, self.text, self.p.reply)
@@ -104,7 +110,7 @@ class TurnRunner:
             where = save_unsaved_reply(s.log.store.db.path, turn_id, self.text, self.p.reply)
             log.debug("storing the turn failed", exc_info=True)
             yield ev.TurnError(
-                f"the reply could not be stored ({type(exc).__name__}: {exc}); "
+                f"the reply could not be stored ({describe(exc)}); "
                 + (f"it was saved to {where}" if where else "it is shown above only"),
                 False,
                 type(exc).__name__,
@@ -227,7 +233,7 @@ class TurnRunner:
                 retried = True
                 await s.capabilities.record_overflow(exc)
                 yield ev.Notice(
-                    f"the prompt did not fit the model's context ({exc.message}); "
+                    f"the prompt did not fit the model's context ({describe(exc)}); "
                     "compacting and retrying"
                 )
                 reason = (

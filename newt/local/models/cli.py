@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from newt.errors import InputError, NewtError
+from newt.errors import InputError, NewtError, describe
 from newt.local.models.catalogue import (
     CatalogueModel,
     catalogue,
@@ -23,7 +23,7 @@ from newt.local.models.catalogue import (
 )
 from newt.local.models.discover import FoundModel, discover, hub_cache_dir
 from newt.local.models.download import DownloadError, cached_path, download, index_path
-from newt.local.models.gguf import NotGGUF, read_info
+from newt.local.models.gguf import read_info
 from newt.local.models.sources import reachable
 
 
@@ -123,7 +123,7 @@ def window_for(path: Path) -> int:
     model was trained for less (its header's context_length)."""
     try:
         trained = read_info(path).context_length
-    except NotGGUF:
+    except ValueError:  # not a GGUF newt can read: the default window
         trained = 0
     return min(CHOSEN_MODEL_WINDOW, trained) if trained > 0 else CHOSEN_MODEL_WINDOW
 
@@ -154,4 +154,4 @@ def _fetch(model: CatalogueModel, stderr: TextIO) -> Path:
             f"Stopped. What was downloaded is kept: `newt --local {model.name}` resumes."
         ) from None
     except DownloadError as exc:
-        raise LocalModelError(str(exc)) from exc
+        raise LocalModelError(describe(exc)) from exc

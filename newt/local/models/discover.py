@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from newt.local.models.gguf import NotGGUF, read_info
+from newt.local.models.gguf import read_info
 
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 SHARD = re.compile(r"-(\d{5})-of-\d{5}\.gguf$")
@@ -68,7 +68,7 @@ def discover() -> list[FoundModel]:
             real = path.resolve(strict=True)
             size = real.stat().st_size
             info = read_info(real)
-        except (OSError, NotGGUF):
+        except (OSError, ValueError):  # gone, unreadable or not a GGUF: skipped
             continue
         if real in seen or info.is_embedding:
             continue

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from newt.errors import NewtError
 from newt.local.models.catalogue import (
     DISK_MARGIN_BYTES,
     SHA256,
@@ -45,7 +46,7 @@ from newt.local.setup.split_model import SplitModel, assemble, work_dir
 DEFAULT_ENDPOINT = "https://huggingface.co"
 
 
-class DownloadError(Exception):
+class DownloadError(NewtError):
     """A download that did not happen or was refused; the message says why and what to do."""
 
 

@@ -29,8 +29,9 @@ EMBEDDING_ARCHITECTURES = frozenset({
 })  # fmt: skip
 
 
-class NotGGUF(ValueError):
-    """The file is not a GGUF file newt can read."""
+class _NotGGUF(ValueError):
+    """The file is not a GGUF file newt can read. Private: callers catch ValueError,
+    and skip the file (it never reaches the user)."""
 
 
 @dataclass
@@ -66,20 +67,21 @@ class GGUFInfo:
 
 
 def read_info(path: Path) -> GGUFInfo:
-    """The version and first key-value pairs of the GGUF at `path`; NotGGUF if it is not one."""
+    """The version and first key-value pairs of the GGUF at `path`; ValueError if it
+    is not one or cannot be read."""
     try:
         with open(path, "rb") as f:
             return _read(f)
     except (OSError, struct.error, UnicodeDecodeError) as exc:
-        raise NotGGUF(f"{path}: {exc}") from exc
+        raise _NotGGUF(f"{path}: {exc}") from exc
 
 
 def _read(f: BinaryIO) -> GGUFInfo:
     if f.read(4) != MAGIC:
-        raise NotGGUF("no GGUF magic")
+        raise _NotGGUF("no GGUF magic")
     (version,) = struct.unpack("<I", _exact(f, 4))
     if version not in (2, 3):
-        raise NotGGUF(f"GGUF version {version} is not supported")
+        raise _NotGGUF(f"GGUF version {version} is not supported")
     _tensors, n_kv = struct.unpack("<QQ", _exact(f, 16))
     info = GGUFInfo(version)
     for _ in range(min(n_kv, MAX_KEYS)):
@@ -94,14 +96,14 @@ def _read(f: BinaryIO) -> GGUFInfo:
 def _exact(f: BinaryIO, n: int) -> bytes:
     data = f.read(n)
     if len(data) != n:
-        raise NotGGUF("the header ends early")
+        raise _NotGGUF("the header ends early")
     return data
 
 
 def _string(f: BinaryIO) -> str:
     (n,) = struct.unpack("<Q", _exact(f, 8))
     if n > MAX_STRING:
-        raise NotGGUF("a header string is implausibly long")
+        raise _NotGGUF("a header string is implausibly long")
     return _exact(f, n).decode("utf-8")
 
 
@@ -119,4 +121,4 @@ def _value(f: BinaryIO, kind: int) -> object:
             for _ in range(n):
                 _value(f, item)
         return None
-    raise NotGGUF(f"unknown GGUF value type {kind}")
+    raise _NotGGUF(f"unknown GGUF value type {kind}")
