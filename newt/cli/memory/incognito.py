@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from newt.cli.memory.text import clean
 from newt.config import Config
+from newt.errors import describe
 
 if TYPE_CHECKING:
     from newt.agent.own_memory.records import ForgetReport
@@ -54,7 +55,7 @@ def incognito_app(config: Config, **kw: Any) -> NewtApp:
             try:
                 report = await session.forgetting.set_incognito(True)
             except Exception as exc:  # the chat goes on; the user must know it is not incognito
-                self.notify(str(exc), title="Incognito is off", severity="error", markup=False)
+                self.notify(describe(exc), title="Incognito is off", severity="error", markup=False)
                 return
             self.notify(incognito_notice(report), title="Incognito", markup=False)
 
