@@ -69,7 +69,7 @@ async def measure(table: dict[str, object]) -> dict[str, float]:
 
 
 def main() -> None:
-    from tests.mcp_servers import http_demo_server, stdio_server_table
+    from tests.support.mcp_servers import http_demo_server, stdio_server_table
 
     print(f"import  {measure_import():.3f} s")
     runs = {"stdio": stdio_server_table()}

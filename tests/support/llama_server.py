@@ -8,7 +8,8 @@ with the reason: CI installs it, so a silent skip would hide a broken setup.
 
 ``minilm_server`` is a second, small server with all-MiniLM-L6-v2 (a real
 sentence-embedding model the same script converts to GGUF), started as
-``newt --local`` starts it.
+``newt --local`` starts it. ``minilm_wheel`` is the all-MiniLM-L6-v2 wheel newt
+embeds with in process.
 
 Use it with ``pytest_plugins = ["tests.support.llama_server"]`` (in the test module or
 the root conftest) and mark the tests ``@pytest.mark.llama``.
@@ -33,6 +34,7 @@ from newt.local.server import (
     embeddings_server,
     gemma_model_path,
 )
+from newt.local.setup import embedding_wheel_path
 
 REPO = Path(__file__).resolve().parents[2]
 GET_SCRIPT = REPO / "scripts" / "get_llama_server.sh"
@@ -192,3 +194,15 @@ def minilm_server() -> Iterator[LlamaServer]:
         )
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def minilm_wheel() -> Path:
+    """The pinned all-MiniLM-L6-v2 wheel from the cache, else fetched by
+    scripts/get_llama_server.sh."""
+    wheel = embedding_wheel_path()
+    if wheel.is_file():
+        return wheel
+    paths = _script_paths()
+    assert len(paths) >= 5, "scripts/get_llama_server.sh no longer reports the MiniLM wheel"
+    return paths[4]

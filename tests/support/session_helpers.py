@@ -1,4 +1,5 @@
-"""Helpers for agent tests: a config pointing at the fake server, collecting events."""
+"""Helpers for session tests: a config pointing at the fake server, a session on its
+own store, collecting events, a turn straight into the store, the `newt` command."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 from newt.agent import events as ev
 from newt.agent.session.chat_session import ChatSession
 from newt.config import Config, load_config
+from newt.store import Store
+from tests.support.fake_openai import FakeOpenAI
 
 MODEL = "fake-model"
 
@@ -58,3 +61,25 @@ def newt_cmd(
         input=stdin,
         timeout=timeout,
     )
+
+
+async def open_session(fake: FakeOpenAI, config_text: str = "") -> tuple[Store, ChatSession]:
+    """A session on its own store (the caller closes both: `close`)."""
+    config = make_config(fake.base_url, config_text)
+    assert config.db_path is not None
+    store = await Store.open(config.db_path)
+    session = await ChatSession.open(config, store)
+    return store, session
+
+
+async def close(store: Store, session: ChatSession) -> None:
+    await session.close()
+    await store.close()
+
+
+async def add_turn(store: Store, user: str, assistant: str = "Noted.") -> str:
+    """One finished turn in a new conversation, straight into the store: its record key."""
+    conv = await store.conversations.create()
+    turn_id = await store.turns.add_pending(conv.id, user)
+    await store.turns.complete(turn_id, assistant)
+    return f"t{turn_id}"

@@ -1,8 +1,11 @@
-"""The real `newt` in a real terminal: one tmux session on a private tmux server.
+"""The one tmux driver: the real `newt` (or any command) in a real terminal, one
+tmux session on a private tmux server (its own socket).
 
-Shared by the tmux tests. `screenshot()` turns what tmux shows (colours
-included) into an SVG through rich, so the README's feature pictures are what
-a person sees in a terminal, not a render made inside the app.
+Every test that drives tmux goes through `Terminal`; no other module under tests/
+runs tmux (tests/unit/project/test_test_layout.py checks). `screenshot()` turns
+what tmux shows (colours included) into an SVG through rich, so the README's
+feature pictures are what a person sees in a terminal, not a render made inside
+the app.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import REPO
+
 NEWT = Path(sys.executable).parent / "newt"
 # Under assets/ but not in it: assets/* ships in the wheel as newt.assets.
-SCREENSHOTS = ROOT / "assets" / "screenshots"
+SCREENSHOTS = REPO / "assets" / "screenshots"
 
 
 def have_tmux() -> bool:
@@ -69,12 +73,21 @@ class Terminal:
     def alive(self) -> bool:
         return self.tmux("has-session", "-t", "newt").returncode == 0
 
-    def wait_for(self, text: str, timeout: float = 20.0) -> str:
+    def pane_pid(self) -> int:
+        """The process the pane runs (newt itself when started with `exec`)."""
+        return int(self.tmux("list-panes", "-t", "newt", "-F", "#{pane_pid}").stdout.split()[0])
+
+    def wait_for(self, text: str, timeout: float = 20.0, exit_file: Path | None = None) -> str:
+        """The screen once it shows `text`. With `exit_file` (where the command
+        writes its exit status), fail at once if the command ended first."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             screen = self.screen()
             if text in screen:
                 return screen
+            if exit_file is not None and exit_file.exists():
+                # the pane stays open on what newt printed last
+                raise AssertionError(f"newt exited before {text!r} appeared:\n{screen}")
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never appeared; screen:\n{self.screen()}")
 
@@ -121,25 +134,6 @@ def terminal(width: int = 120, height: int = 36) -> Iterator[Terminal]:
         yield term
     finally:
         term.kill()
-
-
-@contextmanager
-def fake_server(*args: str) -> Iterator[str]:
-    """The standalone fake OpenAI server (`python -m tests.support.fake_openai`); yields its base URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.fake_openai", "--port", "0", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "listening on" in line, line
-        yield line.split("listening on", 1)[1].strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def newt_env(home: Path) -> dict[str, str]:

@@ -7,8 +7,8 @@ tests/integration/memory/test_forget.py."""
 from __future__ import annotations
 
 from newt.store.forget import FORGOTTEN
-from tests.integration.memory.test_forget import CONTROL, SECRET, holds, open_chat, sent
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.forgetting import CONTROL, SECRET, holds, open_chat, sent
 
 
 async def test_a_forgotten_message_is_in_no_byte_of_the_database(

@@ -20,7 +20,7 @@ from newt.recall.service import RecallParts
 from newt.recall.vectors import VectorIndex
 from newt.store import Store
 from tests.support.llama_server import LlamaServer
-from tests.unit.recall.test_recall_embeddings import _turn
+from tests.support.session_helpers import add_turn
 
 
 @pytest.fixture
@@ -40,11 +40,11 @@ async def test_queue_embeds_in_the_background_and_resumes_after_a_restart(
     server = llama_embeddings_server
     async with await Store.open(path) as store:
         for text in ("the locker code is 4417", "my sister lives in Lisbon", "harbor " * 200):
-            await _turn(store, text)
+            await add_turn(store, text)
         embedder = ServerEmbedder(EmbeddingsClient(server.base_url, server.model))
         queue = EmbedQueue(store.db, embedder, batch=2)
         queue.start()
-        await _turn(store, "stored while the queue runs")
+        await add_turn(store, "stored while the queue runs")
         queue.notify()
         assert await queue.wait_idle(120)
         # each turn is two records: the user's words and the reply
@@ -54,7 +54,7 @@ async def test_queue_embeds_in_the_background_and_resumes_after_a_restart(
         await queue.aclose()
         await embedder.aclose()
         # Stored while nothing embeds (the app closed, or another process wrote).
-        await _turn(store, "the wifi password at the cabin is pinecone77")
+        await add_turn(store, "the wifi password at the cabin is pinecone77")
 
     async with await Store.open(path) as store:
         embedder = ServerEmbedder(EmbeddingsClient(server.base_url, server.model))
@@ -77,13 +77,13 @@ async def test_recall_by_meaning_finds_what_shares_no_word(
     store: Store, llama_embeddings_server: LlamaServer
 ) -> None:
     server = llama_embeddings_server
-    fact = await _turn(store, "The locker code for the amber harbor is 4417.")
+    fact = await add_turn(store, "The locker code for the amber harbor is 4417.")
     for text in (
         "My sister Alice moved to Lisbon last spring.",
         "The dentist appointment is on Thursday at ten.",
         "We talked about the history of the printing press.",
     ):
-        await _turn(store, text)
+        await add_turn(store, text)
     embedder = ServerEmbedder(EmbeddingsClient(server.base_url, server.model), query_timeout_s=60)
     queue = EmbedQueue(store.db, embedder)
     queue.start()
@@ -121,7 +121,7 @@ async def test_minilm_recalls_a_paraphrase_that_words_miss(
 ) -> None:
     """Through `[recall] embeddings_url` (as `newt --local` sets it), a question
     sharing no word with the fact finds it; lexical recall finds nothing."""
-    keys = [await _turn(store, fact) for fact in PARAPHRASE_FACTS]
+    keys = [await add_turn(store, fact) for fact in PARAPHRASE_FACTS]
     flight = keys[4]
     config = Config()
     config.recall.embeddings_url = minilm_server.base_url

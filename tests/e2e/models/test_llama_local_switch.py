@@ -16,8 +16,8 @@ from newt.agent.local.managed_server import KnownModel, ManagedLocal, managed_se
 from newt.config import load_config
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage
-from tests.integration.local_models.test_local_switch import no_local_server, wait_for
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
+from tests.support.local_machine import no_local_server
+from tests.support.pilot import chat_ready, type_and_send, wait_for, wait_idle
 
 
 async def settle(pilot: Any, screen: Any, seconds: float = 300.0) -> None:

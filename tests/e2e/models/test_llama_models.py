@@ -13,9 +13,8 @@ import pytest
 from newt.backend.models import list_models
 from newt.config import load_config
 from newt.ui.app import NewtApp
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.integration.ui.test_ui_models import picker_ready
 from tests.support.llama_server import LlamaServer
+from tests.support.pilot import chat_ready, picker_ready, type_and_send, wait_idle
 
 
 @pytest.mark.llama

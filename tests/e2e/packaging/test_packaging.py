@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 import venv
 import zipfile
 from collections.abc import Iterator
@@ -23,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import fake_process
 from tests.support.paths import REPO
+from tests.support.tmux import Terminal
 
 ROOT = REPO
 REPLY = "Installed newts answer too."
@@ -117,56 +118,8 @@ def installed(tmp_path: Path, wheel: Path) -> Path:
 
 @pytest.fixture
 def fake_server() -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.fake_openai", "--port", "0", "--reply-text", REPLY],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "listening on" in line, line
-        yield line.split("listening on", 1)[1].strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-class Terminal:
-    """One tmux session on a private tmux server (its own socket), killed at the end."""
-
-    def __init__(self) -> None:
-        self.socket = f"newt-pkg-{uuid.uuid4().hex[:8]}"
-
-    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=False
-        )
-
-    def start(self, command: str, env: dict[str, str]) -> None:
-        env_args = [arg for k, v in env.items() for arg in ("-e", f"{k}={v}")]
-        started = self.tmux(
-            "new-session", "-d", "-s", "newt", "-x", "120", "-y", "36", *env_args, command
-        )
-        assert started.returncode == 0, started.stderr
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-t", "newt").stdout
-
-    def wait_for(self, text: str, exit_file: Path, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            if exit_file.exists():  # the pane stays open on what newt printed last
-                raise AssertionError(f"newt exited before {text!r} appeared:\n{screen}")
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared; screen:\n{self.screen()}")
-
-    def kill(self) -> None:
-        self.tmux("kill-server")
+    with fake_process.fake_server("--reply-text", REPLY) as base_url:
+        yield base_url
 
 
 def test_the_installed_newt_opens_the_chat_and_gets_a_reply(
@@ -188,11 +141,13 @@ def test_the_installed_newt_opens_the_chat_and_gets_a_reply(
             f"echo $? > {exit_file}; sleep 60",
             env,
         )
-        term.wait_for("Enter sends", exit_file)  # the chat screen, styled from its .tcss
-        term.tmux("send-keys", "-t", "newt", "are you installed?")
-        term.tmux("send-keys", "-t", "newt", "Enter")
-        term.wait_for(REPLY, exit_file)
-        term.tmux("send-keys", "-t", "newt", "C-q")
+        term.wait_for(
+            "Enter sends", timeout=30, exit_file=exit_file
+        )  # the chat screen, styled from its .tcss
+        term.keys("are you installed?")
+        term.keys("Enter")
+        term.wait_for(REPLY, timeout=30, exit_file=exit_file)
+        term.keys("C-q")
         deadline = time.monotonic() + 15
         while not exit_file.exists() and time.monotonic() < deadline:
             time.sleep(0.1)

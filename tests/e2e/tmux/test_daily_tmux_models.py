@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.tmux import NEWT, fake_server, have_tmux, newt_env, terminal
+from tests.support.fake_process import fake_server
+from tests.support.tmux import NEWT, have_tmux, newt_env, terminal
 
 pytestmark = pytest.mark.skipif(not have_tmux(), reason="needs tmux and an installed newt")
 

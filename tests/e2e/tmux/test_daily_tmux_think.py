@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.tmux import NEWT, Terminal, fake_server, have_tmux, newt_env, terminal
+from tests.support.fake_process import fake_server
+from tests.support.tmux import NEWT, Terminal, have_tmux, newt_env, terminal
 
 pytestmark = pytest.mark.skipif(not have_tmux(), reason="needs tmux and an installed newt")
 

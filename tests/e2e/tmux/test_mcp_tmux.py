@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,13 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.tmux.test_tmux_newt import NEWT, ROOT, Tmux
-from tests.integration.mcp.test_mcp_lifetime import _alive, _wait_gone
-from tests.mcp_servers import DEMO_SERVER
+from tests.support.fake_process import fake_server
+from tests.support.mcp_servers import DEMO_SERVER
+from tests.support.processes import alive, wait_gone
+from tests.support.tmux import NEWT, Terminal, have_tmux
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("tmux") is None or not NEWT.exists(), reason="needs tmux and an installed newt"
-)
+pytestmark = pytest.mark.skipif(not have_tmux(), reason="needs tmux and an installed newt")
 
 HOSTILE = "[bold red]loud[/] [@click=app.quit]quit[/]"
 
@@ -45,20 +43,8 @@ def scripted_server(tmp_path: Path) -> Iterator[str]:
             ]
         )
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.fake_openai", "--port", "0", "--script", str(script)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert "listening on" in line, line
-        yield line.split("listening on", 1)[1].strip()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with fake_server("--script", str(script)) as base_url:
+        yield base_url
 
 
 def _setup(tmp_path: Path, marker: str) -> dict[str, str]:
@@ -75,17 +61,19 @@ def _setup(tmp_path: Path, marker: str) -> dict[str, str]:
 
 def _server_pids(marker: str) -> list[int]:
     found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
-    return [int(p) for p in found.split() if _alive(int(p))]
+    return [int(p) for p in found.split() if alive(int(p))]
 
 
 def test_approval_prompt_in_a_terminal(tmp_path: Path, scripted_server: str) -> None:
     marker = f"mcp-tmux-{uuid.uuid4().hex[:8]}"
-    tmux = Tmux(_setup(tmp_path, marker))
+    env = _setup(tmp_path, marker)
+    tmux = Terminal()
     exit_file = tmp_path / "exit"
     try:
         tmux.start(
             f"cd {tmp_path} && {NEWT} --base-url {scripted_server} --model fake-model;"
-            f" echo $? > {exit_file}"
+            f" echo $? > {exit_file}",
+            env,
         )
         tmux.wait_for("Enter sends")
         tmux.keys("please echo", "Enter")
@@ -113,21 +101,19 @@ def test_approval_prompt_in_a_terminal(tmp_path: Path, scripted_server: str) -> 
 
 def test_a_killed_newt_leaves_no_server(tmp_path: Path, scripted_server: str) -> None:
     marker = f"mcp-tmux-{uuid.uuid4().hex[:8]}"
-    tmux = Tmux(_setup(tmp_path, marker))
+    env = _setup(tmp_path, marker)
+    tmux = Terminal()
     try:
         # exec: the pane's process is newt itself
-        tmux.start(f"cd {tmp_path} && exec {NEWT} --base-url {scripted_server} --model fake-model")
+        tmux.start(
+            f"cd {tmp_path} && exec {NEWT} --base-url {scripted_server} --model fake-model", env
+        )
         tmux.wait_for("Enter sends")
         tmux.keys("please echo", "Enter")
         tmux.wait_for("Run this tool?", timeout=30)
         [server] = _server_pids(marker)
-        pane = subprocess.run(
-            ["tmux", "list-panes", "-t", tmux.name, "-F", "#{pane_pid}"],
-            capture_output=True,
-            text=True,
-        ).stdout.split()
-        os.kill(int(pane[0]), signal.SIGKILL)
-        assert _wait_gone(server), "a SIGKILLed newt left its MCP server running"
+        os.kill(tmux.pane_pid(), signal.SIGKILL)
+        assert wait_gone(server), "a SIGKILLed newt left its MCP server running"
     finally:
         tmux.kill()
         for pid in _server_pids(marker):

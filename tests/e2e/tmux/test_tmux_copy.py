@@ -10,7 +10,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.support.tmux import NEWT, Terminal, fake_server, newt_env, terminal
+from tests.support.fake_process import fake_server
+from tests.support.tmux import NEWT, Terminal, newt_env, terminal
 
 REPLY = "Lisbon leaves from gate E33."
 

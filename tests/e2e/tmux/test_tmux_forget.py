@@ -10,14 +10,14 @@ assets/screenshots/memory-view.svg and picker-delete.svg.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.support.tmux import NEWT, Terminal, fake_server, have_tmux, newt_env, terminal
+from tests.support.fake_process import fake_server
+from tests.support.received import last_sent
+from tests.support.tmux import NEWT, Terminal, have_tmux, newt_env, terminal
 
 pytestmark = pytest.mark.skipif(not have_tmux(), reason="needs tmux and an installed newt")
 
@@ -34,13 +34,6 @@ def in_files(home: Path, text: str) -> list[str]:
         if path.exists() and needle in path.read_bytes().lower():
             found.append(path.name)
     return found
-
-
-def last_sent(base_url: str) -> str:
-    root = base_url.removesuffix("/v1")
-    found = httpx.get(f"{root}/__fake__/requests", timeout=10).json()
-    bodies = [r["body"] for r in found if r["path"].endswith("/chat/completions")]
-    return json.dumps(bodies[-1]["messages"], ensure_ascii=False)
 
 
 def press(term: Terminal, key: str) -> None:

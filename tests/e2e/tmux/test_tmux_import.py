@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.tmux.test_tmux_forget import last_sent
+from tests.support.fake_process import fake_server
 from tests.support.paths import FIXTURES
-from tests.support.tmux import NEWT, fake_server, have_tmux, newt_env, terminal
+from tests.support.received import last_sent
+from tests.support.tmux import NEWT, have_tmux, newt_env, terminal
 
 pytestmark = pytest.mark.skipif(not have_tmux(), reason="needs tmux and an installed newt")
 

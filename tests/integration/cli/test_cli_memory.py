@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.memory.test_forget import holds
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.forgetting import holds
 from tests.support.session_helpers import MODEL, newt_cmd
 
 SECRET = "QUIXOTICPLUM77"
@@ -450,7 +450,7 @@ async def test_incognito_in_the_tui(fake_openai: FakeOpenAI, home: Path) -> None
     before the first turn, and the new turn is never indexed."""
     from newt.cli.memory import incognito_app
     from newt.config import load_config
-    from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
+    from tests.support.pilot import chat_ready, type_and_send, wait_idle
 
     first = say(fake_openai, home, f"My locker code is {SECRET}.")
     assert len(search_json(home, SECRET)) == 2

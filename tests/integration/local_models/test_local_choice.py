@@ -22,9 +22,9 @@ from newt.config import load_config, save_local_choice
 from newt.ui.app import NewtApp
 from newt.ui.screens.setup import SetupScreen
 from newt.ui.widgets.messages import AssistantMessage
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.support.package_index import WHEEL, Index, wheel_bytes
 from tests.support.paths import FAKE_SERVER
+from tests.support.pilot import chat_ready, type_and_send, wait_idle
 from tests.support.session_helpers import newt_cmd
 
 # SmolLM2 on the managed server: -c 2048, threshold 0.80

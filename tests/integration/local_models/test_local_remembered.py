@@ -28,10 +28,10 @@ from newt.local.server import free_port
 from newt.ui.app import NewtApp
 from newt.ui.screens.setup import SetupScreen
 from newt.ui.widgets.messages import AssistantMessage
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.support.fake_hub import COMMIT, write_gguf
 from tests.support.package_index import WHEEL, Index, wheel_bytes
 from tests.support.paths import FAKE_SERVER
+from tests.support.pilot import chat_ready, type_and_send, wait_idle
 
 
 @pytest.fixture

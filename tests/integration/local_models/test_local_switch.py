@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -22,10 +21,16 @@ from newt.agent.local.managed_server import KnownModel, ManagedLocal, managed_se
 from newt.config import load_config
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.integration.ui.test_ui_models import notices, picker_ready
 from tests.support.fake_hub import gguf_bytes
+from tests.support.local_machine import no_local_server
 from tests.support.paths import FAKE_SERVER
+from tests.support.pilot import (
+    chat_ready,
+    picker_ready,
+    type_and_send,
+    wait_for,
+    wait_idle,
+)
 
 
 @pytest.fixture
@@ -47,18 +52,6 @@ def cmdline(local: ManagedLocal) -> list[str]:
     assert local.server.process is not None
     pid = local.server.process.pid
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-
-
-def no_local_server() -> None:
-    return None
-
-
-async def wait_for(pilot: Any, screen: Any, text: str) -> None:
-    for _ in range(500):
-        if any(text in n for n in notices(screen)):
-            return
-        await pilot.pause(0.02)
-    raise AssertionError(f"{text!r} never shown; notices: {notices(screen)}")
 
 
 async def test_model_lists_the_local_models_and_switches_in_one_step(
@@ -169,7 +162,7 @@ def test_the_known_models_are_downloaded_ones_then_found_ones_then_smollm2(
     """A catalogue download is also a file in the HF cache: listed once, by its name."""
     from newt.agent.local import managed_server as local_switch
     from newt.local.setup import SMOLLM_FILE
-    from tests.unit.local_models.test_local_models import fake_machine
+    from tests.support.local_machine import fake_machine
 
     user = tmp_path / "user"
     user.mkdir()

@@ -4,7 +4,6 @@ OpenAI server scripting the model's tool calls, and the demo MCP server."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,20 +16,10 @@ from newt.agent.tools.builtin import MAX_SHOWN_RESULT_CHARS
 from newt.config import Config
 from newt.recall import RecallRequest
 from newt.store import Store
-from tests.mcp_servers import DEMO_SERVER, http_demo_server
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.mcp_servers import http_demo_server, server_toml
+from tests.support.received import tool_names
 from tests.support.session_helpers import done_of, make_config, newt_cmd, reply_of, run_turn
-
-
-def server_toml(name: str, approve: str = "always", **extra: str) -> str:
-    lines = [
-        f"[mcp.servers.{name}]",
-        f"command = {json.dumps(sys.executable)}",
-        f"args = [{json.dumps(str(DEMO_SERVER))}]",
-        f'approve = "{approve}"',
-    ]
-    lines += [f"{k} = {v}" for k, v in extra.items()]
-    return "\n".join(lines) + "\n"
 
 
 @pytest.fixture
@@ -47,10 +36,6 @@ async def opened(
     finally:
         await session.close()
         await store.close()
-
-
-def tool_names(body: dict[str, Any]) -> list[str]:
-    return [t["function"]["name"] for t in body.get("tools", [])]
 
 
 def tool_message_of(body: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """No orphaned MCP servers: a stdio server ends with the process that started it.
 
-tests/mcp_servers/hold_open.py starts the demo server through McpManager and
+tests/support/mcp_servers/hold_open.py starts the demo server through McpManager and
 waits inside a tool call that blocks the server's event loop, so the
 server cannot see its stdin close. Killing it (SIGKILL: no cleanup runs at all),
 interrupting it (Ctrl-C) or terminating it must each leave no server behind.
@@ -19,19 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp_servers import DEMO_SERVER
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.mcp_servers import DEMO_SERVER
 from tests.support.paths import REPO
+from tests.support.processes import alive, wait_gone
 
 ROOT = REPO
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has already exited
 
 
 def _default_sigint() -> None:
@@ -40,20 +33,11 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _wait_gone(pid: int, seconds: float = 15.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM])
 def test_the_server_does_not_outlive_its_client(how: signal.Signals) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.mcp_servers.hold_open"],
+        [sys.executable, "-m", "tests.support.mcp_servers.hold_open"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -66,16 +50,16 @@ def test_the_server_does_not_outlive_its_client(how: signal.Signals) -> None:
         line = proc.stdout.readline()
         assert line.startswith("pid="), line
         server_pid = int(line.strip().removeprefix("pid="))
-        assert _alive(server_pid)
+        assert alive(server_pid)
         time.sleep(0.3)  # now inside the blocking call
         proc.send_signal(how)
         proc.wait(timeout=30)
-        assert _wait_gone(server_pid), f"MCP server {server_pid} outlived its client ({how.name})"
+        assert wait_gone(server_pid), f"MCP server {server_pid} outlived its client ({how.name})"
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        if server_pid and _alive(server_pid):
+        if server_pid and alive(server_pid):
             os.kill(server_pid, signal.SIGKILL)
 
 
@@ -132,7 +116,7 @@ def test_newt_print_mode_leaves_no_server(
         proc.wait(timeout=30)
         if how == signal.SIGINT:
             assert proc.returncode == 130, proc.stderr.read() if proc.stderr else ""
-        assert _wait_gone(servers[0]), f"newt -p left its MCP server running ({how.name})"
+        assert wait_gone(servers[0]), f"newt -p left its MCP server running ({how.name})"
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -143,4 +127,4 @@ def test_newt_print_mode_leaves_no_server(
 
 def _pids_with(marker: str) -> list[int]:
     found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout
-    return [int(p) for p in found.split() if _alive(int(p))]
+    return [int(p) for p in found.split() if alive(int(p))]

@@ -12,7 +12,7 @@ import pytest
 from newt.mcp.config import McpConfig, parse_mcp_section
 from newt.mcp.manager import McpManager, McpNotice
 from newt.mcp.naming import qualified_name
-from tests.mcp_servers import http_demo_server, stdio_server_table
+from tests.support.mcp_servers import http_demo_server, stdio_server_table
 
 FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 

@@ -21,9 +21,10 @@ from newt.ui.app import NewtApp
 from newt.ui.screens.chat import ChatScreen
 from newt.ui.screens.mcp_approval import McpApprovalScreen
 from newt.ui.widgets.messages import AssistantMessage, NoticeMessage, ToolCallBlock
-from tests.integration.mcp.test_mcp_agent import server_toml, tool_names
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.mcp_servers import server_toml
+from tests.support.pilot import chat_ready, type_and_send
+from tests.support.received import tool_names
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ from newt.config import load_config
 from newt.ui.app import NewtApp
 from newt.ui.screens.settings import SettingsScreen
 from newt.ui.widgets.messages import AssistantMessage
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.homes import config_for
 from tests.support.paths import FAKE_SERVER
+from tests.support.pilot import chat_ready, type_and_send, wait_idle
 from tests.support.session_helpers import MODEL, newt_cmd
 
 
@@ -53,7 +53,7 @@ def _footer(view: AssistantMessage) -> str:
 
 
 async def test_tui_footer_marks_a_reply_stopped_at_the_length_limit(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     fake_openai.script(
@@ -93,7 +93,7 @@ async def _settings_hint(app: NewtApp) -> str:
 
 
 async def test_settings_show_the_context_window(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     """Issue 45: the config file has [memory] context_tokens, /settings did
@@ -112,7 +112,7 @@ async def test_settings_show_the_context_window(
 
 
 async def test_settings_show_the_managed_servers_reply_cap(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
     tmp_path: Path,
     monkeypatch: Any,

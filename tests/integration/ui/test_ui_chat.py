@@ -10,9 +10,6 @@ import pytest
 from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
-from newt.config import Config
-from newt.ui.app import NewtApp
-from newt.ui.screens.chat import ChatScreen
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.entries import NoticeEntry
 from newt.ui.widgets.messages import (
@@ -22,42 +19,8 @@ from newt.ui.widgets.messages import (
     NoticeMessage,
     ToolCallBlock,
 )
-from tests.integration.ui.test_ui_support import FakeSession, Step, make_turn, sample_report
-
-
-def make_app(session: FakeSession, **kwargs: Any) -> NewtApp:
-    config = Config()
-    config.backend.base_url = session.base_url
-    config.backend.model = session.model
-
-    async def open_session(cfg: Config, say: Any) -> Any:
-        return session
-
-    return NewtApp(config, open_session=open_session, **kwargs)
-
-
-async def chat_ready(pilot: Any) -> ChatScreen:
-    for _ in range(100):
-        if isinstance(pilot.app.screen, ChatScreen):
-            await pilot.pause()
-            return pilot.app.screen
-        await pilot.pause(0.01)
-    raise AssertionError(f"chat screen never shown: {pilot.app.screen!r}")
-
-
-async def type_and_send(pilot: Any, text: str) -> None:
-    screen = pilot.app.screen
-    screen.prompt.set_text(text)
-    await pilot.press("enter")
-
-
-async def wait_idle(pilot: Any, screen: ChatScreen) -> None:
-    for _ in range(200):
-        await pilot.pause(0.01)
-        if not screen.busy and not any(w.is_running for w in screen.workers):
-            await pilot.pause()
-            return
-    raise AssertionError("turn never finished")
+from tests.support.fake_session import FakeSession, Step, make_turn, sample_report
+from tests.support.pilot import chat_ready, make_app, type_and_send, wait_idle
 
 
 async def test_send_streams_reply_and_updates_meter() -> None:

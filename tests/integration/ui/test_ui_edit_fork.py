@@ -13,10 +13,10 @@ from newt.ui.screens.picker import PickerScreen, conversation_prompt
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.entries import AssistantEntry, ErrorEntry, UserEntry
 from newt.ui.widgets.messages import UserMessage
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401  (fixture)
 from tests.support.fake_openai import FakeOpenAI, Reply
-from tests.unit.agent.test_attachments import PNG
+from tests.support.homes import config_for
+from tests.support.images import PNG
+from tests.support.pilot import chat_ready, type_and_send, wait_idle
 
 
 def shown(log: ChatLog) -> list[tuple[str, str]]:
@@ -30,7 +30,7 @@ def shown(log: ChatLog) -> list[tuple[str, str]]:
     return out
 
 
-async def test_regenerate_by_key_and_by_command(home: Path, fake_openai: FakeOpenAI) -> None:  # noqa: F811
+async def test_regenerate_by_key_and_by_command(home: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.script(Reply(text="one"), Reply(text="two"), Reply(text="TWO again"))
     app = NewtApp(config_for(fake_openai))
     async with app.run_test(size=(110, 30)) as pilot:
@@ -57,7 +57,7 @@ async def test_regenerate_by_key_and_by_command(home: Path, fake_openai: FakeOpe
 
 
 async def test_edit_puts_the_last_prompt_in_the_bar_and_replaces_the_turn(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     app = NewtApp(config_for(fake_openai))
@@ -93,7 +93,7 @@ async def test_edit_puts_the_last_prompt_in_the_bar_and_replaces_the_turn(
 
 
 async def test_fork_by_command_and_from_a_focused_message(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     app = NewtApp(config_for(fake_openai))
@@ -130,7 +130,7 @@ async def test_fork_by_command_and_from_a_focused_message(
 
 
 async def test_a_bad_attachment_keeps_the_prompt_and_sends_nothing(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     (Path.cwd() / "blob.bin").write_bytes(b"\x00\x01" * 10)
@@ -148,7 +148,7 @@ async def test_a_bad_attachment_keeps_the_prompt_and_sends_nothing(
         assert fake_openai.chat_requests == []
 
 
-async def test_path_completion_and_a_text_attachment(home: Path, fake_openai: FakeOpenAI) -> None:  # noqa: F811
+async def test_path_completion_and_a_text_attachment(home: Path, fake_openai: FakeOpenAI) -> None:
     (Path.cwd() / "docs").mkdir()
     (Path.cwd() / "docs" / "notes.txt").write_text("the secret is 42\n")
     app = NewtApp(config_for(fake_openai))
@@ -172,7 +172,7 @@ async def test_path_completion_and_a_text_attachment(home: Path, fake_openai: Fa
         assert '<attachment path="docs/notes.txt">\nthe secret is 42\n</attachment>' in sent
 
 
-async def test_the_palette_offers_the_new_commands(home: Path, fake_openai: FakeOpenAI) -> None:  # noqa: F811
+async def test_the_palette_offers_the_new_commands(home: Path, fake_openai: FakeOpenAI) -> None:
     app = NewtApp(config_for(fake_openai))
     async with app.run_test(size=(110, 30)) as pilot:
         await chat_ready(pilot)
@@ -184,7 +184,7 @@ async def test_the_palette_offers_the_new_commands(home: Path, fake_openai: Fake
 
 
 async def test_an_image_the_backend_refuses_is_explained_and_the_prompt_kept(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     fake_openai.accepts_images = False
@@ -207,7 +207,7 @@ async def test_an_image_the_backend_refuses_is_explained_and_the_prompt_kept(
 
 
 async def test_regenerate_keeps_the_earlier_messages_mounted(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     """The turns before the regenerated one keep their widgets through the drop

@@ -23,9 +23,9 @@ from newt.ui.screens.record import FoldScreen
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.entries import CompactionEntry
 from newt.ui.widgets.messages import FoldLine
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.integration.ui.test_ui_real import config_for
 from tests.support.fake_openai import ErrorReply, FakeOpenAI, Reply
+from tests.support.homes import config_for
+from tests.support.pilot import chat_ready, type_and_send, wait_idle
 
 LONG = "word " * 400  # ~500 tokens: with it nothing older fits the budget
 SHORT = "word " * 60

@@ -5,23 +5,17 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from newt.store.turn_edits import fork_title
 from newt.ui.app import NewtApp
 from newt.ui.screens.chat_commands import title_slug
-from newt.ui.widgets.messages import NoticeMessage
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401
 from tests.support.fake_openai import FakeOpenAI
-
-
-def notices(screen: Any) -> list[str]:
-    return [str(m.entry.text) for m in screen.query(NoticeMessage)]
+from tests.support.homes import config_for
+from tests.support.pilot import chat_ready, notices, type_and_send, wait_idle
 
 
 async def test_fork_is_confirmed_in_the_log_and_titled_apart_then_exported(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     app = NewtApp(config_for(fake_openai))

@@ -23,12 +23,11 @@ from newt.ui.app import NewtApp
 from newt.ui.command_palette import SlashCommandProvider
 from newt.ui.screens.chat import ChatScreen
 from newt.ui.screens.import_history import ImportScreen
-from tests.integration.ui.test_ui_chat import chat_ready, wait_idle
-from tests.integration.ui.test_ui_fork_export import notices
-from tests.integration.ui.test_ui_memory_owner import config, last_request, say, until
-from tests.integration.ui.test_ui_real import home  # noqa: F401  (fixture)
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.homes import config
 from tests.support.paths import TESTS
+from tests.support.pilot import chat_ready, notices, say, until, wait_idle
+from tests.support.received import last_request
 
 FIXTURES = TESTS / "fixtures" / "import"
 CHATGPT = FIXTURES / "chatgpt_conversations.json"
@@ -90,7 +89,7 @@ async def cli_summary(tmp_path: Path, path: Path) -> list[str]:
 
 
 async def test_palette_import_ends_with_the_cli_summary_and_recall_uses_it(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
     tmp_path: Path,
 ) -> None:
@@ -143,7 +142,7 @@ def db_titles(where: Path) -> list[tuple[str]]:
 
 
 async def test_a_malformed_file_says_what_is_wrong_and_imports_nothing(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
     tmp_path: Path,
 ) -> None:
@@ -171,7 +170,7 @@ async def test_a_malformed_file_says_what_is_wrong_and_imports_nothing(
 
 
 async def test_a_database_found_at_its_apps_path_is_offered_and_imported(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
     no_apps_here: Path,
 ) -> None:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from textual.widgets import Checkbox, Input, OptionList, Static
 
-from newt.config import Config
 from newt.ui.app import NewtApp
 from newt.ui.command_palette import SlashCommandProvider
 from newt.ui.screens.chat import ChatScreen
@@ -29,34 +27,15 @@ from newt.ui.screens.recall_preview import RecallPreviewScreen
 from newt.ui.screens.record import RecordScreen
 from newt.ui.screens.settings import SettingsScreen
 from newt.ui.widgets.entries import UserEntry
-from tests.integration.memory.test_forget import holds
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.integration.ui.test_ui_fork_export import notices
-from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401  (fixture)
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.forgetting import holds
+from tests.support.homes import config
+from tests.support.pilot import chat_ready, notices, say, type_and_send, until, wait_idle
+from tests.support.received import last_request
 
 SECRET = "QUIXOTICPLUM77"
 CONTROL = "ZEBRAPAVEMENT31"
 NASTY = "[@click=app.quit]click me[/] [b]bold"
-
-
-def config(fake: FakeOpenAI) -> Config:
-    cfg = config_for(fake)
-    cfg.recall.embeddings = "off"  # words are enough here, and quicker
-    return cfg
-
-
-async def until(pilot: Any, check: Callable[[], object], what: str, tries: int = 200) -> None:
-    for _ in range(tries):
-        if check():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError(f"never: {what}; screen {pilot.app.screen!r}")
-
-
-async def say(pilot: Any, screen: ChatScreen, text: str) -> None:
-    await type_and_send(pilot, text)
-    await wait_idle(pilot, screen)
 
 
 def db_rows(where: Path, sql: str, *args: object) -> list[tuple[Any, ...]]:
@@ -65,10 +44,6 @@ def db_rows(where: Path, sql: str, *args: object) -> list[tuple[Any, ...]]:
         return list(con.execute(sql, args))
     finally:
         con.close()
-
-
-def last_request(fake: FakeOpenAI) -> str:
-    return json.dumps(fake.chat_requests[-1].body["messages"], ensure_ascii=False)
 
 
 def user_texts(screen: ChatScreen) -> list[str]:
@@ -84,7 +59,7 @@ async def confirm(pilot: Any, *keys: str) -> ConfirmScreen:
 
 
 async def test_rename_and_delete_from_the_resume_picker(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     app = NewtApp(config(fake_openai))
@@ -155,7 +130,7 @@ async def test_rename_and_delete_from_the_resume_picker(
 
 
 async def test_memory_view_searches_opens_and_forgets(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     app = NewtApp(config(fake_openai))
@@ -240,7 +215,7 @@ async def test_memory_view_searches_opens_and_forgets(
 
 
 async def test_forget_matching_can_keep_the_rest_of_a_message(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     """Issue 45 in the memory view: F offers s, forgetting only the sentences
@@ -269,7 +244,7 @@ async def test_forget_matching_can_keep_the_rest_of_a_message(
 
 
 async def test_forget_everything_needs_the_word_typed(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     app = NewtApp(config(fake_openai))
@@ -312,7 +287,7 @@ async def test_forget_everything_needs_the_word_typed(
 
 
 async def test_recall_shows_the_capsule_of_an_old_message(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     app = NewtApp(config(fake_openai))
@@ -345,7 +320,7 @@ async def test_recall_shows_the_capsule_of_an_old_message(
 
 
 async def test_incognito_from_settings_and_the_command(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     app = NewtApp(config(fake_openai))

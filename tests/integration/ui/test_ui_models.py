@@ -13,9 +13,8 @@ from newt.config import Config, load_config
 from newt.ui.app import NewtApp
 from newt.ui.screens.choice_picker import ChoicePickerScreen
 from newt.ui.screens.settings import SettingsScreen
-from newt.ui.widgets.messages import NoticeMessage
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.pilot import chat_ready, notices, picker_ready, type_and_send, wait_idle
 
 PRESETS = """
 [presets.terse]
@@ -46,20 +45,6 @@ def serve_three_models(fake: FakeOpenAI) -> None:
         {"id": "qwen3-8b-instruct", "object": "model", "max_model_len": 32768},
         {"id": "llama-3.2-1b", "object": "model", "max_model_len": 8192},
     ]
-
-
-async def picker_ready(pilot: Any) -> ChoicePickerScreen:
-    for _ in range(200):
-        screen = pilot.app.screen
-        if isinstance(screen, ChoicePickerScreen) and (screen.loaded or screen.unavailable):
-            await pilot.pause()
-            return screen
-        await pilot.pause(0.02)
-    raise AssertionError(f"the picker never loaded: {pilot.app.screen!r}")
-
-
-def notices(screen: Any) -> list[str]:
-    return [str(m.entry.text) for m in screen.query(NoticeMessage)]
 
 
 async def test_model_picker_filters_and_switches(

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.homes import config_for
+from tests.support.pilot import chat_ready, type_and_send, wait_idle
 
 
 def status_of(message: AssistantMessage) -> str:
@@ -21,7 +21,7 @@ def status_of(message: AssistantMessage) -> str:
 
 
 async def test_the_status_line_shows_the_prompt_being_read_then_the_pace(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     config = config_for(fake_openai)
@@ -62,7 +62,7 @@ async def test_the_status_line_shows_the_prompt_being_read_then_the_pace(
 
 
 async def test_escape_while_the_prompt_is_read_stops_and_frees_the_server(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     config = config_for(fake_openai)

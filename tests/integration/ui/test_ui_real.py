@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from newt.config import Config, load_config
+from newt.config import load_config
 from newt.ui.app import NewtApp
 from newt.ui.screens.chat import ChatScreen
 from newt.ui.screens.memory import MemoryScreen, memory_rows
@@ -15,29 +12,10 @@ from newt.ui.screens.setup import SetupScreen
 from newt.ui.screens.status import ErrorScreen
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.messages import AssistantMessage, ErrorMessage, NoticeMessage
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.support.fake_openai import ErrorReply, FakeOpenAI, Reply  # fixture via conftest
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("NEWT_HOME", str(tmp_path / "home"))
-    for var in ("NEWT_CONFIG", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "home"
-
-
-def config_for(server: FakeOpenAI, **memory: Any) -> Config:
-    config = load_config(base_url=server.base_url, model="fake-model")
-    config.backend.max_retries = 0
-    for key, value in memory.items():
-        setattr(config.memory, key, value)
-    return config
-
-
-def no_local_server() -> None:
-    return None
+from tests.support.homes import config_for
+from tests.support.local_machine import no_local_server
+from tests.support.pilot import chat_ready, type_and_send, wait_idle
 
 
 async def test_chat_memory_quit_and_continue(home: Path, fake_openai: FakeOpenAI) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.ui.test_ui_chat import chat_ready, make_app, type_and_send, wait_idle
-from tests.integration.ui.test_ui_support import FakeSession, Step, make_turn, sample_report
+from tests.support.fake_session import FakeSession, Step, make_turn, sample_report
+from tests.support.pilot import chat_ready, make_app, type_and_send, wait_idle
 
 RECORD = (
     "[CONTEXT COMPACTION — REFERENCE ONLY]\nreference only\n\n"

@@ -22,10 +22,11 @@ from newt.agent.session.chat_session import ChatSession
 from newt.config import Config
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage, UserMessage
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.integration.ui.test_ui_real import config_for, home, no_local_server  # noqa: F401  (fixture)
-from tests.integration.ui.test_ui_support import FakeSession, Step, make_turn
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_session import FakeSession, Step, make_turn
+from tests.support.homes import config_for
+from tests.support.local_machine import no_local_server
+from tests.support.pilot import chat_ready, type_and_send, wait_idle
 from tests.support.session_helpers import make_config, run_turn
 
 

@@ -31,9 +31,9 @@ from newt.ui.widgets.markdown_blocks import Block, MarkdownBlocks, split_all
 from newt.ui.widgets.markdown_render import Line, render_blocks, strip_of
 from newt.ui.widgets.messages import AssistantMessage
 from newt.ui.widgets.streaming_markdown import StreamingMarkdown
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
 from tests.support.fake_openai import FakeOpenAI, Reply  # fixture via conftest
 from tests.support.paths import FIXTURES
+from tests.support.pilot import chat_ready, type_and_send, wait_idle
 
 FIXTURE = (FIXTURES / "streamed_reply.md").read_text()
 CHUNK = 9  # characters per delta when the fixture is streamed

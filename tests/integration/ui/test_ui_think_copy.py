@@ -14,9 +14,9 @@ from newt.ui.screens.memory import MemoryScreen, memory_rows
 from newt.ui.widgets.entries import AssistantEntry, UserEntry
 from newt.ui.widgets.messages import AssistantMessage, NoticeMessage, UserMessage
 from newt.ui.widgets.reply_parts import ThinkingBlock
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.homes import config_for
+from tests.support.pilot import chat_ready, type_and_send, wait_idle
 
 CODE_REPLY = (
     "Two ways:\n\n```python\nprint('one')\n```\n\nor\n\n```sh\necho two\necho 2\n```\n\nDone."
@@ -32,7 +32,7 @@ def thinking_block(screen: Any, index: int = -1) -> ThinkingBlock:
 
 
 async def test_thinking_live_folded_then_ctrl_t_and_resumed(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     fake_openai.script(
@@ -119,7 +119,7 @@ async def test_thinking_live_folded_then_ctrl_t_and_resumed(
 
 
 async def test_copy_by_command_and_by_keys_on_a_focused_message(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     fake_openai.script(Reply(text="First reply."), Reply(text=CODE_REPLY))
@@ -190,7 +190,7 @@ def test_parse_copy_and_resolve() -> None:
     assert [b.code for b in code_blocks("    indented\n\ntext")] == ["indented"]
 
 
-async def test_osc52_reaches_the_terminal(home: Path, fake_openai: FakeOpenAI) -> None:  # noqa: F811
+async def test_osc52_reaches_the_terminal(home: Path, fake_openai: FakeOpenAI) -> None:
     """copy_to_clipboard writes OSC 52 with the text base64-encoded (checked in tmux too)."""
     fake_openai.script(Reply(text="héllo"))
     app = NewtApp(config_for(fake_openai))

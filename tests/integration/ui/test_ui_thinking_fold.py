@@ -8,13 +8,13 @@ from typing import Any
 
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage
-from tests.integration.ui.test_ui_chat import chat_ready, type_and_send, wait_idle
-from tests.integration.ui.test_ui_real import config_for, home  # noqa: F401
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.homes import config_for
+from tests.support.pilot import chat_ready, type_and_send, wait_idle
 
 
 async def test_thinking_is_folded_while_the_answer_streams(
-    home: Path,  # noqa: F811
+    home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
     fake_openai.script(

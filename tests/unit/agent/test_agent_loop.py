@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 
 from newt.agent import events as ev
-from newt.agent.session.chat_session import ChatSession
 from newt.memory import COMPACTION_MARKER
 from newt.recall import RecallRequest
 from newt.recall.presentation import evidence_block
-from newt.store import Store
 from tests.support.fake_openai import (
     ErrorReply,
     FakeOpenAI,
@@ -21,20 +19,13 @@ from tests.support.fake_openai import (
     llama_server_overflow,
     tools_unsupported,
 )
-from tests.support.session_helpers import done_of, make_config, reply_of, run_turn
-
-
-async def open_session(fake: FakeOpenAI, config_text: str = "") -> tuple[Store, ChatSession]:
-    config = make_config(fake.base_url, config_text)
-    assert config.db_path is not None
-    store = await Store.open(config.db_path)
-    session = await ChatSession.open(config, store)
-    return store, session
-
-
-async def close(store: Store, session: ChatSession) -> None:
-    await session.close()
-    await store.close()
+from tests.support.session_helpers import (
+    close,
+    done_of,
+    open_session,
+    reply_of,
+    run_turn,
+)
 
 
 async def test_one_turn_streams_persists_and_reports_usage(fake_openai: FakeOpenAI) -> None:

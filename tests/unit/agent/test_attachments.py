@@ -26,12 +26,9 @@ from newt.backend.classify import classify_error
 from newt.backend.errors import ImagesUnsupportedError
 from newt.recall import RecallRequest
 from tests.support.fake_openai import LLAMA_NO_IMAGES, FakeOpenAI, Reply
+from tests.support.images import PNG
 from tests.support.session_helpers import done_of, make_config, newt_cmd, run_turn
 
-# A 1x1 transparent PNG.
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-)
 NO_RECALL = "[recall]\nretained_token_budget = 0\n"
 
 

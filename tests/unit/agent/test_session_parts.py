@@ -17,8 +17,8 @@ from newt.agent.history_import import ImportFormatError, import_history
 from newt.agent.session.chat_session import ChatSession
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.paths import REPO, TESTS
+from tests.support.probes import probes
 from tests.support.session_helpers import make_config
-from tests.unit.project.test_no_probes import probes
 
 AGENT = REPO / "newt" / "agent"
 # the session's room and the user's memory as it serves it: every part, whatever joins

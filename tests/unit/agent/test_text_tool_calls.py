@@ -9,8 +9,7 @@ import pytest
 from newt.agent import events as ev
 from newt.agent.tools.text_calls import ToolTextGate, parse
 from tests.support.fake_openai import FakeOpenAI, Reply
-from tests.support.session_helpers import reply_of, run_turn
-from tests.unit.agent.test_agent_loop import close, open_session
+from tests.support.session_helpers import close, open_session, reply_of, run_turn
 
 TOOLS = {"save_note", "recall_memory", "fetch_record"}
 NOTE = (

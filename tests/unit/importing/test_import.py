@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -21,16 +20,8 @@ from newt.cli.import_command import import_main, run_import
 from newt.importing import ImportFormatError, import_conversations, read_source
 from newt.store import Store
 from tests.support.fake_openai import FakeOpenAI, Reply
-from tests.support.paths import TESTS
+from tests.support.importing import FIXTURES, counts
 from tests.support.session_helpers import make_config, run_turn
-
-FIXTURES = TESTS / "fixtures" / "import"
-TABLES = ("conversations", "turns", "memory_records", "imports")
-
-
-def counts(db: Path) -> tuple[int, ...]:
-    with sqlite3.connect(db) as conn:
-        return tuple(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES)
 
 
 async def run(store: Store, path: Path, source: str | None = None):  # type: ignore[no-untyped-def]

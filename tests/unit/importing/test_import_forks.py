@@ -19,8 +19,8 @@ from newt.agent.session.chat_session import ChatSession
 from newt.importing import ImportSummary, import_conversations, read_source
 from newt.store import Store
 from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.importing import FIXTURES, counts
 from tests.support.session_helpers import make_config, run_turn
-from tests.unit.importing.test_import import FIXTURES, counts
 
 CHATGPT = FIXTURES / "chatgpt_conversations.json"
 

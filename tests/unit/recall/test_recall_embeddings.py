@@ -33,6 +33,7 @@ from newt.recall.service import RecallParts
 from newt.recall.vectors import LOAD_PAGE, VectorIndex, normalized, pack, unpack
 from newt.store import Database, Store
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.session_helpers import add_turn
 
 EMBEDDINGS = ("POST", "/v1/embeddings")
 
@@ -41,13 +42,6 @@ EMBEDDINGS = ("POST", "/v1/embeddings")
 async def store(tmp_path: Path) -> AsyncIterator[Store]:
     async with await Store.open(tmp_path / "newt.db") as opened:
         yield opened
-
-
-async def _turn(store: Store, user: str, assistant: str = "Noted.") -> str:
-    conv = await store.conversations.create()
-    turn_id = await store.turns.add_pending(conv.id, user)
-    await store.turns.complete(turn_id, assistant)
-    return f"t{turn_id}"
 
 
 async def _record_id(store: Store, key: str) -> int:
@@ -111,7 +105,7 @@ async def _pending(index: VectorIndex, ids: list[int]) -> list[int]:
 
 
 async def test_vector_index_search_delete_and_update(store: Store) -> None:
-    keys = [await _turn(store, f"record {i}") for i in range(3)]
+    keys = [await add_turn(store, f"record {i}") for i in range(3)]
     ids = [await _record_id(store, k) for k in keys]
     index = VectorIndex(store.db, "space-a")
     assert await _pending(index, ids) == ids[::-1]  # newest first
@@ -140,7 +134,7 @@ async def test_vector_index_search_delete_and_update(store: Store) -> None:
 
 
 async def test_search_covers_every_vector_and_drops_rows_that_went(store: Store) -> None:
-    ids = [await _record_id(store, await _turn(store, f"record {i}")) for i in range(6)]
+    ids = [await _record_id(store, await add_turn(store, f"record {i}")) for i in range(6)]
     index = VectorIndex(store.db, "s")
     for n, record_id in enumerate(ids):
         await index.store(record_id, [[1.0, n / 10], [0.0, 1.0]])
@@ -191,7 +185,7 @@ async def test_upgrade_adds_the_vector_table(tmp_path: Path) -> None:
     await db.migrate(target=5)
     await db.close()
     async with await Store.open(path) as store:
-        key = await _turn(store, "after the upgrade")
+        key = await add_turn(store, "after the upgrade")
         index = VectorIndex(store.db, "s")
         await index.store(await _record_id(store, key), [[0.5, 0.5]])
         assert await index.count() == 1
@@ -264,7 +258,7 @@ async def test_without_embeddings_newt_asks_once_and_recalls_by_words(
     store: Store, fake_openai: FakeOpenAI
 ) -> None:
     # The fake server has no /v1/embeddings route: it answers 404.
-    key = await _turn(store, "the locker code for the amber harbor is 4417")
+    key = await add_turn(store, "the locker code for the amber harbor is 4417")
     embedder = ServerEmbedder(EmbeddingsClient(fake_openai.base_url, "m"))
     queue = EmbedQueue(store.db, embedder)
     queue.start()
@@ -275,7 +269,7 @@ async def test_without_embeddings_newt_asks_once_and_recalls_by_words(
         for _ in range(3):
             response = await engine.recall(RecallRequest("locker codes"))
             assert response.memories[0].key == key
-        await _turn(store, "another record")
+        await add_turn(store, "another record")
         queue.notify()
         await asyncio.sleep(0.05)
         assert _embedding_requests(fake_openai) == 1  # probed once, remembered
@@ -288,8 +282,8 @@ async def test_without_embeddings_newt_asks_once_and_recalls_by_words(
 async def test_a_failing_query_embedding_falls_back_to_words(
     store: Store, fake_openai: FakeOpenAI
 ) -> None:
-    key = await _turn(store, "the locker code for the amber harbor is 4417")
-    other = await _turn(store, "a record only the vectors would find")
+    key = await add_turn(store, "the locker code for the amber harbor is 4417")
+    other = await add_turn(store, "a record only the vectors would find")
     embedder = ServerEmbedder(EmbeddingsClient(fake_openai.base_url, "m"))
     index = VectorIndex(store.db, embedder.space)
     await index.store(await _record_id(store, other), [[1.0, 0.0]])
@@ -312,7 +306,7 @@ async def test_a_backend_that_keeps_refusing_is_taken_as_no_embeddings(
 ) -> None:
     """A chat model on vLLM/Ollama answers 400, not 404: after a few refusals and
     no success ever, newt stops asking (before, every reply asked again)."""
-    keys = [await _turn(store, f"the locker code for harbor {i} is 44{i}7") for i in range(6)]
+    keys = [await add_turn(store, f"the locker code for harbor {i} is 44{i}7") for i in range(6)]
     fake_openai.routes[EMBEDDINGS] = (
         400,
         {"error": {"message": "this model does not support embeddings"}},
@@ -325,7 +319,7 @@ async def test_a_backend_that_keeps_refusing_is_taken_as_no_embeddings(
         assert embedder.available is False and not queue.running
         asked = _embedding_requests(fake_openai)
         assert asked <= 4  # the batch, then single texts until the third refusal
-        await _turn(store, "another record")
+        await add_turn(store, "another record")
         queue.notify()
         await asyncio.sleep(0.05)
         engine = RecallEngine(store, embedder=embedder)

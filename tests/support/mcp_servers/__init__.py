@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -16,6 +17,18 @@ DEMO_SERVER = Path(__file__).with_name("demo_server.py")
 def stdio_server_table(**extra: object) -> dict[str, object]:
     """A [mcp.servers.NAME] table (unwrapped) that starts the demo server over stdio."""
     return {"command": sys.executable, "args": [str(DEMO_SERVER)], **extra}
+
+
+def server_toml(name: str, approve: str = "always", **extra: str) -> str:
+    """The same as config.toml text: [mcp.servers.NAME] starting the demo server."""
+    lines = [
+        f"[mcp.servers.{name}]",
+        f"command = {json.dumps(sys.executable)}",
+        f"args = [{json.dumps(str(DEMO_SERVER))}]",
+        f'approve = "{approve}"',
+    ]
+    lines += [f"{k} = {v}" for k, v in extra.items()]
+    return "\n".join(lines) + "\n"
 
 
 def _free_port() -> int:

@@ -14,7 +14,7 @@ import sys
 
 from newt.mcp.config import parse_mcp_section
 from newt.mcp.manager import McpManager
-from tests.mcp_servers import stdio_server_table
+from tests.support.mcp_servers import stdio_server_table
 
 
 async def main() -> None:
