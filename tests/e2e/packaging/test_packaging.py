@@ -141,9 +141,8 @@ def test_the_installed_newt_opens_the_chat_and_gets_a_reply(
             f"echo $? > {exit_file}; sleep 60",
             env,
         )
-        term.wait_for(
-            "Enter sends", timeout=30, exit_file=exit_file
-        )  # the chat screen, styled from its .tcss
+        # the chat screen, styled from its .tcss
+        term.wait_for("Enter sends", timeout=30, exit_file=exit_file)
         term.keys("are you installed?")
         term.keys("Enter")
         term.wait_for(REPLY, timeout=30, exit_file=exit_file)
