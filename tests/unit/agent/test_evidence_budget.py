@@ -13,7 +13,6 @@ from newt.config import RecallConfig
 from newt.recall.evidence import (
     EVIDENCE_SHARE,
     MIN_EVIDENCE_TOKENS,
-    RECALL_LIMIT,
     evidence_budget,
 )
 from tests.support.fake_openai import FakeOpenAI, Reply
@@ -96,11 +95,6 @@ async def test_the_guard_counts_the_capsules_and_drops_them_rather_than_overflow
         assert session.estimate_tokens(sent) + reserve <= ceiling
     finally:
         await session.close()
-
-
-def test_recall_offers_many_records_and_packing_keeps_what_fits() -> None:
-    # packing goes best match first, so offering more never crowds out the best
-    assert RECALL_LIMIT == 64
 
 
 async def test_a_fact_never_asked_before_is_not_crowded_out_by_often_recalled_ones(

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 
 from newt.memory import (
-    COMPACTION_MARKER,
-    DEFAULT_CONTEXT_TOKENS,
     PROVIDER_NAMES,
     ConversationTurn,
     MemMessage,
@@ -42,11 +40,6 @@ PROTOCOL_METHODS = [
     "remove_note",
     "resident_turns",
 ]
-
-
-def test_public_constants() -> None:
-    assert DEFAULT_CONTEXT_TOKENS == 8192
-    assert COMPACTION_MARKER == "[CONTEXT COMPACTION — REFERENCE ONLY]"
 
 
 @pytest.mark.parametrize("provider", [TokenBudget(), RollingWindow()], ids=lambda p: p.name)
