@@ -1,4 +1,4 @@
-"""MCP costs (issue 12): what a configured server adds to a turn and to exit.
+"""MCP costs: what a configured server adds to a turn and to exit.
 
     python benchmarks/mcp_bench.py
 

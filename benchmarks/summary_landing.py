@@ -172,7 +172,7 @@ async def run_chat(base_url: str, model: str, turns: int, gap: float) -> RunFigu
                 first: float | None = None
                 compacted = False
                 status = "?"
-                async for event in session.send(text):
+                async for event in session.turns.send(text):
                     if isinstance(event, ev.TextDelta) and first is None:
                         first = time.perf_counter() - started
                     elif isinstance(event, ev.Compacted):

@@ -1,7 +1,7 @@
-"""TUI benchmarks (issue 7): launch, streaming, and opening a long conversation, in-process.
+"""TUI benchmarks: launch, streaming, and opening a long conversation, in-process.
 
 What a person sees in a terminal is measured by `benchmarks/terminal_bench.py`
-(the installed `newt` in tmux, issue 14); the README quotes that one. This
+(the installed `newt` in tmux); the README quotes that one. This
 one stays as the quick headless check of the app's own code paths.
 
     python benchmarks/ui_bench.py            # all three, each in a fresh process
@@ -169,7 +169,7 @@ async def measure_stream(home: Path, base_url: str) -> dict[str, float]:
         await _until(pilot, lambda: _interactive(app))
         session = app.session
         assert session is not None
-        original = session.send
+        original = session.turns.send
 
         async def timed_send(text: str) -> Any:
             async for event in original(text):

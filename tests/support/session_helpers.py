@@ -26,7 +26,7 @@ def make_config(base_url: str, config_text: str = "", **kw: Any) -> Config:
 
 
 async def run_turn(session: ChatSession, text: str) -> list[ev.AgentEvent]:
-    return [e async for e in session.send(text)]
+    return [e async for e in session.turns.send(text)]
 
 
 def reply_of(events: list[ev.AgentEvent]) -> str:

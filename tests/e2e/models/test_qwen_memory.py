@@ -96,10 +96,10 @@ async def test_a_fact_folded_away_comes_back_and_its_correction_wins(
     second = await say(session, QUESTION)
     assert "bergen" in second.lower(), second
 
-    history = await session.history()
+    history = await session.edits.history()
     replies = [t.assistant for t in history if t.kind == "turn"]
     for reply in replies:  # an answer (or none, after a save_note), never a call as text
         assert parse(reply, tools) is None and "<tool_response>" not in reply, reply
     assert await session.summaries.wait(600)
-    summaries = [t.user for t in await session.history() if t.kind == "compaction"]
+    summaries = [t.user for t in await session.edits.history() if t.kind == "compaction"]
     assert any("troms" in s.lower() or "ingrid" in s.lower() for s in summaries), summaries

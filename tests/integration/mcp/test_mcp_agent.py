@@ -69,7 +69,7 @@ async def test_mcp_tools_are_offered_called_stored_and_recallable(
     done = done_of(events)
     assert done.status == "complete" and reply_of(events) == "Done."
     # stored with the turn ...
-    [turn] = [t for t in await session.history() if t.kind == "turn"]
+    [turn] = [t for t in await session.edits.history() if t.kind == "turn"]
     assert turn.tool_events[0]["name"] == "demo__echo"
     assert turn.tool_events[0]["result"] == "the otters of Lake Vindel"
     # ... and indexed for recall like a turn
@@ -111,11 +111,11 @@ async def _guard_compacts(config: Config, fake: FakeOpenAI, *, mcp_on: bool) -> 
         assert first.conversation is not None
         conv_id = first.conversation.id
     async with await ChatSession.open(config) as session:
-        await session.resume(conv_id)
+        await session.lifecycle.resume(conv_id)
         await session.mcp.prepare()  # the turn's own prepare then finds them started
         mcp_tokens = session.estimate_tokens(json.dumps(session.mcp.schemas()))
         assert mcp_tokens > 300
-        session.set_tool_enabled("demo", mcp_on)
+        session.mcp_controls.set_tool_enabled("demo", mcp_on)
         # resumed: the restored report already holds the system prompt and the
         # built-in schemas; what the guard must add is the message, the reply
         # reserve and the MCP schemas that report never carried

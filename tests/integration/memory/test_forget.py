@@ -34,7 +34,7 @@ async def test_a_summary_quoting_a_forgotten_message_is_rewritten(
         )
         assert SECRET in next(iter(rows))[0], "the owed record does not quote it: nothing to test"
 
-        report = await chat.session.forget_matching(SECRET)
+        report = await chat.session.forgetting.forget_matching(SECRET)
         assert report.rewritten and not report.dropped
         assert "rewritten" in report.describe()
         rows = await chat.session.store.db.conn.execute_fetchall(
@@ -62,7 +62,7 @@ async def test_a_model_summary_quoting_a_forgotten_message_is_dropped(
         )
         assert "The user said" in next(iter(rows))[0], "no model summary landed: nothing to test"
 
-        report = await chat.session.forget_matching(SECRET)
+        report = await chat.session.forgetting.forget_matching(SECRET)
         assert report.dropped
         rows = await chat.session.store.db.conn.execute_fetchall(
             "SELECT user FROM turns WHERE kind = 'compaction' ORDER BY id DESC LIMIT 1"
@@ -83,26 +83,26 @@ async def test_deleting_a_conversation_leaves_its_fork_working(fake_openai: Fake
         await chat.say("Remember that the boat is called Seagull.")
         assert s.conversation is not None
         original = s.conversation.id
-        await s.note(f"the garage code is {SECRET}")  # made in this conversation
+        await s.commands.note(f"the garage code is {SECRET}")  # made in this conversation
         log = await s.log.history()
-        fork = await s.fork(log[-1].id)
-        await s.resume(original)
+        fork = await s.edits.fork(log[-1].id)
+        await s.lifecycle.resume(original)
         await chat.say(f"Only the original knows {CONTROL}.")
 
-        conv, report = await s.delete_conversation(original[:8])
+        conv, report = await s.forgetting.delete_conversation(original[:8])
         assert conv.id == original and report.conversations == 1 and report.notes == 1
         assert s.conversation is None  # the open one was deleted: a fresh one starts
-        assert [c.id for c in await s.list_conversations()] == [fork.id]
+        assert [c.id for c in await s.lifecycle.list_conversations()] == [fork.id]
         db = s.store.db.path
         assert holds(db, CONTROL) == [] and holds(db, SECRET) == []
-        assert SECRET not in s.system_prompt
+        assert SECRET not in s.settings_controls.system_prompt
 
-        await s.resume(fork.id)  # the fork opens with its own copies
+        await s.lifecycle.resume(fork.id)  # the fork opens with its own copies
         await chat.say("What was the boat called?")
         assert "Seagull" in sent(fake_openai)
-        hits = await s.search_memory("PAPAYA42 flowerpot")
+        hits = await s.memory_admin.search("PAPAYA42 flowerpot")
         assert hits and hits[0].conversation_id == fork.id
-        await s.new_conversation()
+        await s.lifecycle.new_conversation()
         await chat.say("Where is the spare key, under which flowerpot?")
         assert "PAPAYA42" in sent(fake_openai), "the fork's recall record went with the original"
     finally:
@@ -114,13 +114,13 @@ async def test_rename_with_a_unique_prefix(fake_openai: FakeOpenAI) -> None:
     try:
         await chat.say("hello there")
         assert chat.session.conversation is not None
-        renamed = await chat.session.rename_conversation(
+        renamed = await chat.session.lifecycle.rename_conversation(
             chat.session.conversation.id[:6], "  Trip   plans "
         )
         assert renamed.title == "Trip plans"
         assert chat.session.conversation.title == "Trip plans"
         with pytest.raises(Exception, match="empty"):
-            await chat.session.rename_conversation(renamed.id, "   ")
+            await chat.session.lifecycle.rename_conversation(renamed.id, "   ")
     finally:
         await chat.session.close()
 
@@ -133,9 +133,9 @@ async def test_forgetting_a_word_that_is_no_key_is_the_users_error(
     try:
         await chat.say("hello there")
         with pytest.raises(NewtError, match="not a record key") as caught:
-            await chat.session.forget(["hello"])
+            await chat.session.forgetting.forget(["hello"])
         assert user_message(caught.value) is not None and caught.value.exit_status == 2
-        assert await chat.session.search_memory("hello there")
+        assert await chat.session.memory_admin.search("hello there")
     finally:
         await chat.session.close()
 
@@ -146,23 +146,23 @@ async def test_an_incognito_conversation_is_never_indexed_or_embedded(
     chat = await open_chat(fake_openai, "auto")
     s = chat.session
     try:
-        await s.set_incognito(True)
+        await s.forgetting.set_incognito(True)
         await chat.say(f"Between us: my locker code is {SECRET}.")
         await chat.filler(2)
         assert s.conversation is not None and s.conversation.incognito
         assert "save_note" not in json.dumps(fake_openai.chat_requests[-1].body.get("tools", []))
         assert await s.store.conversations.get(s.conversation.id) is None  # memory only
         with pytest.raises(SessionError, match="incognito saves nothing"):
-            await s.note(f"the code is {SECRET}")
-        assert await s.note("list") is not None  # reading the notes still works
+            await s.commands.note(f"the code is {SECRET}")
+        assert await s.commands.note("list") is not None  # reading the notes still works
         await chat.embedded()
         rows = await s.store.db.conn.execute_fetchall("SELECT count(*) FROM memory_records")
         assert next(iter(rows))[0] == 0
         rows = await s.store.db.conn.execute_fetchall("SELECT count(*) FROM memory_vectors")
         assert next(iter(rows))[0] == 0
 
-        await s.set_incognito(False)
-        await s.new_conversation()
+        await s.forgetting.set_incognito(False)
+        await s.lifecycle.new_conversation()
         assert not s.incognito
         await chat.say("What is my locker code?")
         assert SECRET not in sent(fake_openai)
@@ -182,18 +182,18 @@ async def test_incognito_again_after_leaving_an_unsaved_conversation(
         await chat.say(f"Remember {CONTROL}.")
         saved = s.conversation
         assert saved is not None
-        await s.set_incognito(True)  # it goes to memory; nothing of it stays on disk
-        await s.new_conversation()
+        await s.forgetting.set_incognito(True)  # it goes to memory; nothing of it stays on disk
+        await s.lifecycle.new_conversation()
         await chat.say(f"Between us: {SECRET}.")
-        unsaved = await s.history()
+        unsaved = await s.edits.history()
         assert unsaved and all(t.id >= 1 << 50 for t in unsaved)
-        await s.set_incognito(False)  # leaves the unsaved one for a fresh, saved one
+        await s.forgetting.set_incognito(False)  # leaves the unsaved one for a fresh, saved one
         await chat.say("a saved message")
         again = s.conversation
         assert again is not None and again.id != saved.id
-        await s.set_incognito(True)  # copies it to memory: no clash with earlier rows
+        await s.forgetting.set_incognito(True)  # copies it to memory: no clash with earlier rows
         await chat.say("and one more")
-        assert [t.user for t in await s.history()][-2:] == ["a saved message", "and one more"]
+        assert [t.user for t in await s.edits.history()][-2:] == ["a saved message", "and one more"]
         assert await s.store.conversations.get(again.id) is None
     finally:
         await s.close()
@@ -207,14 +207,14 @@ async def test_turning_incognito_on_later_removes_what_was_indexed(
     try:
         await chat.say(f"My locker code is {SECRET}.")
         await chat.embedded()
-        report = await s.set_incognito(True)
+        report = await s.forgetting.set_incognito(True)
         assert report is not None and report.records == 2
         rows = await s.store.db.conn.execute_fetchall("SELECT count(*) FROM memory_vectors")
         assert next(iter(rows))[0] == 0
         await chat.say("one more thing to keep between us")
-        await s.new_conversation()
+        await s.lifecycle.new_conversation()
         assert s.incognito  # /new keeps the choice until it is turned off
-        await s.set_incognito(False)
+        await s.forgetting.set_incognito(False)
         await chat.say("What is my locker code?")
         assert SECRET not in sent(fake_openai)
     finally:
@@ -227,12 +227,12 @@ async def test_a_corrected_note_never_comes_back(fake_openai: FakeOpenAI, how: s
     s = chat.session
     try:
         await chat.say("My sister lives in Tromsø, by the way.")
-        await s.note("sister lives in Tromsø")
+        await s.commands.note("sister lives in Tromsø")
         await chat.filler(3)
         if how == "replace":
-            await s.note("replace Tromsø => sister lives in Bergen")
+            await s.commands.note("replace Tromsø => sister lives in Bergen")
         elif how == "remove":
-            await s.note("remove Tromsø")
+            await s.commands.note("remove Tromsø")
         else:  # the model's save_note tool, inside a turn
             fake_openai.responder = None
             fake_openai.script(
@@ -254,7 +254,7 @@ async def test_a_corrected_note_never_comes_back(fake_openai: FakeOpenAI, how: s
             fake_openai.responder = chat._respond
         await chat.say("And where does she live now?")  # the same conversation
         assert "Tromsø" not in sent(fake_openai)
-        await s.new_conversation()  # another one: recall, notes
+        await s.lifecycle.new_conversation()  # another one: recall, notes
         await chat.say("Where does my sister live?")
         assert "Tromsø" not in sent(fake_openai)
         if how != "remove":
@@ -276,7 +276,7 @@ async def test_recall_preview_shows_the_capsules_without_counting(
         requests = len(fake_openai.chat_requests)
         counts = "SELECT sum(access_count) FROM memory_records"
         before = next(iter(await s.store.db.conn.execute_fetchall(counts)))[0]
-        report, block = await s.recall_preview("what is my locker code")
+        report, block = await s.turns.recall_preview("what is my locker code")
         assert report is not None and any(SECRET in c.excerpt for c in report.capsules)
         assert SECRET in block
         assert len(fake_openai.chat_requests) == requests  # nothing was sent
@@ -312,10 +312,10 @@ async def test_a_forgotten_note_goes_like_a_removed_one(fake_openai: FakeOpenAI)
     s = chat.session
     try:
         await chat.say("Note this: sister lives in Tromsø.")
-        await s.note("sister lives in Tromsø")
-        hits = [h for h in await s.search_memory("Tromsø") if h.kind == "note"]
+        await s.commands.note("sister lives in Tromsø")
+        hits = [h for h in await s.memory_admin.search("Tromsø") if h.kind == "note"]
         assert hits
-        report = await s.forget([hits[0].key])
+        report = await s.forgetting.forget([hits[0].key])
         assert report.notes == 1
         await chat.say("Where does my sister live?")
         assert "Tromsø" not in sent(fake_openai)

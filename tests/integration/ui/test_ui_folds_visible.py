@@ -176,7 +176,7 @@ async def test_reopening_the_conversation_shows_the_same_lines(
         assert fold_lines(screen) == live
         assert [type(e).__name__ for e in screen.query_one(ChatLog).entries] == live_kinds
         # the summary rows that only put a written summary in add no line
-        history = await app2.session.history()  # type: ignore[union-attr]
+        history = await app2.session.edits.history()  # type: ignore[union-attr]
         assert sum(h.kind == "compaction" for h in history) > len(live)
 
 

@@ -144,7 +144,7 @@ async def test_settings_screen_edits_saves_and_restores(
         await pilot.press("ctrl+s")
         await wait_idle(pilot, screen)
         session: Any = app.session
-        assert session.settings == ChatSettings(
+        assert session.settings_controls.settings == ChatSettings(
             "Reply like a ship's captain, with long nautical words.", 0.4, None, 300
         )
         # re-anchored: this prompt is shorter than newt's persona line it replaces
@@ -190,7 +190,9 @@ async def test_preset_picker_and_unknown_preset(
         await pilot.press("t", "e", "r")
         await pilot.press("enter")
         await wait_idle(pilot, screen)
-        assert session.settings == ChatSettings("Answer in one sentence.", 0.2, preset="terse")
+        assert session.settings_controls.settings == ChatSettings(
+            "Answer in one sentence.", 0.2, preset="terse"
+        )
         assert notices(screen)[-1] == (
             "Preset terse applied: own system prompt (23 chars), temperature 0.2."
         )

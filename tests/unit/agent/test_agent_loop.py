@@ -50,7 +50,7 @@ async def test_one_turn_streams_persists_and_reports_usage(fake_openai: FakeOpen
             "recall_memory",
             "fetch_record",
         }
-        log = await session.history()
+        log = await session.edits.history()
         assert [
             (t.kind, t.status, t.user, t.assistant, t.tokens_in, t.tokens_out) for t in log
         ] == [("turn", "complete", "hi newt", "Hello there, friend.", 57, 5)]
@@ -84,7 +84,7 @@ async def test_failed_request_keeps_the_users_words(fake_openai: FakeOpenAI) -> 
         errors = [e for e in events if isinstance(e, ev.TurnError)]
         assert len(errors) == 1 and errors[0].retryable
         assert done_of(events).status == "failed"
-        log = await session.history()
+        log = await session.edits.history()
         assert log[-1].status == "failed" and log[-1].user == "please remember this long question"
         # the provider did not take the failed turn; a retry works
         fake_openai.script(Reply(text="answer"))
@@ -105,7 +105,7 @@ async def test_cancel_mid_stream_keeps_partial_reply(fake_openai: FakeOpenAI) ->
         got: list[str] = []
 
         async def consume() -> None:
-            async for event in session.send("count slowly"):
+            async for event in session.turns.send("count slowly"):
                 if isinstance(event, ev.TextDelta):
                     got.append(event.text)
 
@@ -116,7 +116,7 @@ async def test_cancel_mid_stream_keeps_partial_reply(fake_openai: FakeOpenAI) ->
         with pytest.raises(asyncio.CancelledError):
             await task
         assert fake_openai.wait_for_disconnect()
-        log = await session.history()
+        log = await session.edits.history()
         assert log[-1].status == "interrupted"
         assert log[-1].assistant == "".join(got) and log[-1].assistant
         assert session.provider.resident_turns() == 1
@@ -156,7 +156,7 @@ async def test_tool_calls_run_and_feed_back(fake_openai: FakeOpenAI) -> None:
             "User is allergic to nuts"
             in fake_openai.chat_requests[-1].body["messages"][0]["content"]
         )
-        log = await session.history()
+        log = await session.edits.history()
         assert log[0].tool_events[0]["name"] == "save_note"
     finally:
         await close(store, session)
@@ -225,7 +225,7 @@ async def test_context_overflow_compacts_and_retries_once(fake_openai: FakeOpenA
         # the summary is written after the reply and stored as the newest record
         assert await session.summaries.wait(10)
         assert fake_openai.chat_requests[-1].body.get("stream") is not True
-        log = await session.history()
+        log = await session.edits.history()
         records = [t for t in log if t.kind == "compaction"]
         assert len(records) == 2
         assert "Summary: four questions with filler were asked." in records[-1].user
@@ -264,7 +264,7 @@ async def test_compaction_is_persisted_and_restored_identically(
         await close(store, session)
     store, session = await open_session(fake_openai, config)
     try:
-        await session.resume(conv_id[:10])
+        await session.lifecycle.resume(conv_id[:10])
         after = session.memory_status()
         assert (after.used, after.budget, after.resident_turns) == (
             before.used,
@@ -282,7 +282,7 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
     try:
         fake_openai.script(Reply(text="Noted, the locker code is 7312."))
         await run_turn(session, "My gym locker code is 7312, keep it in mind.")
-        await session.new_conversation()
+        await session.lifecycle.new_conversation()
         fake_openai.script(Reply(text="It is 7312.", prompt_tokens=500))
         events = await run_turn(session, "What was my gym locker code?")
         evidence = [e for e in events if isinstance(e, ev.RetainedEvidence)]
@@ -291,7 +291,7 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         sent = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
         assert "7312" in sent and sent.endswith("What was my gym locker code?")
         assert "Today:\n- user: My gym locker code is 7312, keep it in mind." in sent
-        log = await session.history()
+        log = await session.edits.history()
         assert log[-1].user == "What was my gym locker code?"
         assert session.last_retention is evidence[0].report
         # the capsules are not part of the conversation: the anchor leaves them out
@@ -308,7 +308,7 @@ async def test_fetch_record_tool_returns_full_record(fake_openai: FakeOpenAI) ->
     try:
         fake_openai.script(Reply(text="stored"))
         await run_turn(session, "The blue folder holds the 2019 tax returns.")
-        key = f"t{(await session.history())[0].id}"
+        key = f"t{(await session.edits.history())[0].id}"
         fake_openai.script(
             Reply(text="", tool_calls=[{"name": "fetch_record", "arguments": {"key": key}}]),
             Reply(text="done"),
@@ -325,12 +325,12 @@ async def test_fetch_record_tool_returns_full_record(fake_openai: FakeOpenAI) ->
 async def test_note_command_language(fake_openai: FakeOpenAI) -> None:
     store, session = await open_session(fake_openai)
     try:
-        assert await session.note("likes green tea") == "saved note"
-        assert await session.note("likes green tea") == "that note is already saved"
-        assert "replaced" in await session.note("replace green => likes black tea")
-        listing = await session.note("list")
+        assert await session.commands.note("likes green tea") == "saved note"
+        assert await session.commands.note("likes green tea") == "that note is already saved"
+        assert "replaced" in await session.commands.note("replace green => likes black tea")
+        listing = await session.commands.note("list")
         assert "1. likes black tea" in listing
-        assert "removed" in await session.note("remove black")
+        assert "removed" in await session.commands.note("remove black")
         assert await store.notes.list() == []
     finally:
         await close(store, session)
@@ -347,8 +347,8 @@ async def test_export_has_no_secrets(
         assert fake_openai.chat_requests[-1].headers["authorization"] == (
             "Bearer sk-test-SUPERSECRET-0042"
         )
-        md = await session.export("md")
-        data = json.loads(await session.export("json"))
+        md = await session.lifecycle.export("md")
+        data = json.loads(await session.lifecycle.export("json"))
         assert "## User" in md and data["turns"][0]["user"] == "hello"
         assert "SUPERSECRET" not in md and "SUPERSECRET" not in json.dumps(data)
         db_path = session.config.db_path
@@ -363,12 +363,12 @@ async def test_closing_the_event_stream_keeps_the_partial_reply(fake_openai: Fak
     store, session = await open_session(fake_openai)
     try:
         fake_openai.script(Reply(text="alpha beta gamma delta epsilon", chunk_size=6, delay_s=0.05))
-        stream = session.send("greek letters please")
+        stream = session.turns.send("greek letters please")
         async for event in stream:
             if isinstance(event, ev.TextDelta):
                 break
         await stream.aclose()
-        log = await session.history()
+        log = await session.edits.history()
         assert log[-1].status == "interrupted" and log[-1].assistant == "alpha "
         assert session.conversation is not None
         assert session.conversation.title == "greek letters please"
@@ -393,7 +393,7 @@ async def test_resident_turns_are_not_recalled_but_pruned_ones_are(
         for i in range(16):
             fake_openai.script(Reply(text=f"filler answer {i} " + "blah " * 30))
             await run_turn(session, f"filler question {i} " + "words " * 30)
-        first = (await session.history())[0]
+        first = (await session.edits.history())[0]
         assert session.provider.resident_turns() < 18  # the first turns were pruned
         fake_openai.script(Reply(text="Pelican"))
         events = await run_turn(session, "Remind me: what is the sailing boat called?")
@@ -444,7 +444,7 @@ async def test_malformed_stream_keeps_the_partial_reply(fake_openai: FakeOpenAI)
         errors = [e for e in events if isinstance(e, ev.TurnError)]
         assert errors and errors[0].kind == "MalformedStreamError"
         assert done_of(events).status == "interrupted"
-        log = await session.history()
+        log = await session.edits.history()
         assert log[-1].status == "interrupted" and log[-1].assistant == "first part, the"
     finally:
         await close(store, session)
@@ -467,7 +467,7 @@ async def test_pre_send_guard_compacts_before_a_prompt_that_would_not_fit(
         assert [c.reason for c in compacted] == ["guard"]
         sent = fake_openai.chat_requests[-1].body["messages"]
         assert len(sent) < before and sent[1]["content"].startswith(COMPACTION_MARKER)
-        log = await session.history()
+        log = await session.edits.history()
         # the record follows the turn it was made for, as restore expects
         assert [t.kind for t in log[-2:]] == ["turn", "compaction"]
         # recall indexes the record's model-written summary alone: not its frame
@@ -501,7 +501,7 @@ async def test_overflow_in_a_later_tool_round_retries_afresh(fake_openai: FakeOp
         )
         events = await run_turn(session, "three")
         assert done_of(events).status == "complete"
-        log = await session.history()
+        log = await session.edits.history()
         turn = [t for t in log if t.kind == "turn"][-1]
         # usage and tool events are those of the attempt that succeeded
         assert (turn.tokens_in, turn.tokens_out, turn.tool_events) == (300, 2, [])

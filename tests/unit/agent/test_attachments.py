@@ -130,8 +130,8 @@ async def test_a_text_attachment_is_sent_stored_and_recallable(
     assert stored.user == sent  # stored as sent: restore and recall see what the model saw
     assert stored.attachments[0]["kind"] == "text"
     assert stored.attachments[0]["path"] == str(workdir / "notes.txt")
-    assert await session.last_prompt() == "summarize @notes.txt"  # /edit gets the typed words
-    [shown] = await session.history()  # the chat view: the typed prompt and the file's name
+    assert await session.edits.last_prompt() == "summarize @notes.txt"  # /edit gets the typed words
+    [shown] = await session.edits.history()  # the chat view: the typed prompt and the file's name
     assert (shown.user, shown.attached) == ("summarize @notes.txt", ["notes.txt"])
     found = await session.recall.recall(RecallRequest("PELICAN-42"))
     # found by its words in the user's record; the reply (r<turn>) may come along by meaning
@@ -196,14 +196,14 @@ async def test_a_regenerate_sends_the_image_again_by_reference(
     session = await open_session(fake_openai)
     await run_turn(session, "describe @dot.png")
     first = last_user_content(fake_openai)
-    done = done_of([e async for e in session.regenerate()])
+    done = done_of([e async for e in session.turns.regenerate()])
     assert done.status == "complete"
     assert last_user_content(fake_openai) == first
     (workdir / "dot.png").write_bytes(PNG + b"changed")
     with pytest.raises(AttachmentError, match="changed since"):
-        [e async for e in session.regenerate()]
+        [e async for e in session.turns.regenerate()]
     # the refused regenerate left the conversation as it was
-    assert [h.user.split("\n")[0] for h in await session.history()] == ["describe @dot.png"]
+    assert [h.user.split("\n")[0] for h in await session.edits.history()] == ["describe @dot.png"]
     await session.close()
 
 

@@ -60,7 +60,9 @@ async def test_only_the_settings_that_are_set_are_sent(fake_openai: FakeOpenAI) 
         sent = body(fake_openai)
         assert not {"temperature", "top_p", "max_tokens"} & sent.keys()
         assert sent["messages"][0]["content"].startswith("You are newt")
-        await session.update_settings(ChatSettings(system_prompt="Be terse.", temperature=0.3))
+        await session.settings_controls.update_settings(
+            ChatSettings(system_prompt="Be terse.", temperature=0.3)
+        )
         await run_turn(session, "tuned")
         sent = body(fake_openai)
         assert sent["temperature"] == 0.3
@@ -69,7 +71,7 @@ async def test_only_the_settings_that_are_set_are_sent(fake_openai: FakeOpenAI) 
         # the persona line is replaced; the line on recalled text stays
         assert system.startswith("Be terse.\n") and "never instructions" in system
         assert "You are newt" not in system
-        await session.update_settings(ChatSettings(top_p=0.5, max_tokens=77))
+        await session.settings_controls.update_settings(ChatSettings(top_p=0.5, max_tokens=77))
         await run_turn(session, "capped")
         assert {k: body(fake_openai)[k] for k in ("top_p", "max_tokens")} == {
             "top_p": 0.5,
@@ -83,17 +85,19 @@ async def test_only_the_settings_that_are_set_are_sent(fake_openai: FakeOpenAI) 
 async def test_settings_before_the_first_turn_are_stored_with_it(fake_openai: FakeOpenAI) -> None:
     session = await open_session(fake_openai)
     try:
-        await session.update_settings(ChatSettings(temperature=0.7))
+        await session.settings_controls.update_settings(ChatSettings(temperature=0.7))
         assert session.conversation is None
         assert await session.store.conversations.list() == []  # nothing stored yet
         await run_turn(session, "hello")
         assert session.conversation is not None
         stored = await session.store.settings.get(session.conversation.id)
         assert stored is not None and stored.settings == ChatSettings(temperature=0.7)
-        await session.new_conversation()
-        assert session.settings == ChatSettings()  # a new conversation starts afresh
-        await session.resume((await session.list_conversations())[0].id)
-        assert session.settings == ChatSettings(temperature=0.7)
+        await session.lifecycle.new_conversation()
+        assert (
+            session.settings_controls.settings == ChatSettings()
+        )  # a new conversation starts afresh
+        await session.lifecycle.resume((await session.lifecycle.list_conversations())[0].id)
+        assert session.settings_controls.settings == ChatSettings(temperature=0.7)
     finally:
         await session.close()
 
@@ -110,26 +114,26 @@ async def test_a_new_system_prompt_reanchors_the_figures_now_and_after_resume(
         await run_turn(session, "hello")
         before = session.memory_status()
         assert before.last_reported == 300 and before.used == 310
-        old = session.provider.compose_system_prompt(session.system_prompt)
-        await session.update_settings(ChatSettings(system_prompt=PIRATE))
-        new = session.provider.compose_system_prompt(session.system_prompt)
+        old = session.provider.compose_system_prompt(session.settings_controls.system_prompt)
+        await session.settings_controls.update_settings(ChatSettings(system_prompt=PIRATE))
+        new = session.provider.compose_system_prompt(session.settings_controls.system_prompt)
         shift = session.estimate_tokens(new) - session.estimate_tokens(old)
         assert shift > 150  # the pirate prompt is much longer than newt's persona line
         after = session.memory_status()
         assert after.used == before.used + shift
         assert after.last_reported == 300  # the anchor stays; the estimate moved
         # back to newt's own prompt: the shift is undone, not doubled
-        await session.update_settings(ChatSettings())
+        await session.settings_controls.update_settings(ChatSettings())
         assert session.memory_status().used == before.used
-        await session.update_settings(ChatSettings(system_prompt=PIRATE))
+        await session.settings_controls.update_settings(ChatSettings(system_prompt=PIRATE))
         conv_id = session.conversation.id
     finally:
         await session.close()
 
     session = await open_session(fake_openai)
     try:
-        await session.resume(conv_id)
-        assert session.settings.system_prompt == PIRATE
+        await session.lifecycle.resume(conv_id)
+        assert session.settings_controls.settings.system_prompt == PIRATE
         assert session.memory_status().used == after.used  # restored with the shift
         # a turn measured with the new prompt re-anchors: the shift is spent
         fake_openai.script(Reply(text="arr", prompt_tokens=640, completion_tokens=5))
@@ -141,7 +145,7 @@ async def test_a_new_system_prompt_reanchors_the_figures_now_and_after_resume(
 
     session = await open_session(fake_openai)
     try:
-        await session.resume(conv_id)
+        await session.lifecycle.resume(conv_id)
         assert session.memory_status().used == 645  # not shifted a second time
     finally:
         await session.close()
@@ -158,7 +162,7 @@ async def test_max_reply_tokens_is_the_reply_reserve(fake_openai: FakeOpenAI) ->
         # change what the guard weighs
         session = await open_session(fake_openai, "[recall]\nretained_token_budget = 0\n")
         try:
-            await session.update_settings(settings)
+            await session.settings_controls.update_settings(settings)
             await run_turn(session, "first question")
             await run_turn(session, "second question")
             return body(fake_openai)
@@ -199,16 +203,16 @@ top_p = 0.8
 async def test_apply_a_preset_and_an_unknown_one(fake_openai: FakeOpenAI) -> None:
     session = await open_session(fake_openai, PRESETS)
     try:
-        preset = await session.apply_preset("terse")
-        assert session.settings == ChatSettings(
+        preset = await session.settings_controls.apply_preset("terse")
+        assert session.settings_controls.settings == ChatSettings(
             "Answer in one sentence.", 0.2, None, 120, preset="terse"
         )
         assert preset.model is None and session.model == "fake-model"
         with pytest.raises(SessionError, match="no preset named 'nope'; known presets: big, terse"):
-            await session.apply_preset("nope")
-        assert session.settings.preset == "terse"  # nothing lost
-        await session.apply_preset("big")
-        assert session.model == "big-model" and session.settings.top_p == 0.8
+            await session.settings_controls.apply_preset("nope")
+        assert session.settings_controls.settings.preset == "terse"  # nothing lost
+        await session.settings_controls.apply_preset("big")
+        assert session.model == "big-model" and session.settings_controls.settings.top_p == 0.8
         await run_turn(session, "hi")
         assert body(fake_openai)["model"] == "big-model"
         assert body(fake_openai)["top_p"] == 0.8
@@ -261,11 +265,16 @@ async def test_a_startup_preset_is_what_new_conversations_start_with(
 ) -> None:
     session = await open_session(fake_openai, PRESETS)
     try:
-        await session.apply_preset("terse", for_new=True, switch_model=False)
+        await session.settings_controls.apply_preset("terse", for_new=True, switch_model=False)
         await run_turn(session, "one")
-        await session.update_settings(ChatSettings(temperature=1.0))  # this conversation only
-        await session.new_conversation()
-        assert session.settings.preset == "terse" and session.settings.temperature == 0.2
+        await session.settings_controls.update_settings(
+            ChatSettings(temperature=1.0)
+        )  # this conversation only
+        await session.lifecycle.new_conversation()
+        assert (
+            session.settings_controls.settings.preset == "terse"
+            and session.settings_controls.settings.temperature == 0.2
+        )
         await run_turn(session, "two")
         assert body(fake_openai)["messages"][0]["content"].startswith("Answer in one sentence.")
     finally:

@@ -57,7 +57,7 @@ def state(session: ChatSession) -> tuple[Any, ...]:
 
 async def fresh_state(fake: FakeOpenAI, conv_id: str, config_text: str) -> tuple[Any, ...]:
     async with await open_session(fake, config_text) as fresh:
-        await fresh.resume(conv_id)
+        await fresh.lifecycle.resume(conv_id)
         return state(fresh)
 
 
@@ -68,9 +68,9 @@ async def test_regenerate_replaces_the_last_turn_everywhere(fake_openai: FakeOpe
     )
     await run_turn(session, "question one")
     await run_turn(session, "question two")
-    old_id = (await session.history())[-1].id
+    old_id = (await session.edits.history())[-1].id
 
-    events = await collect(session.regenerate())
+    events = await collect(session.turns.regenerate())
     done = done_of(events)
     assert done.status == "complete" and done.reply == "better answer"
     # the request: the earlier turn, then the same prompt; never the old reply
@@ -81,7 +81,7 @@ async def test_regenerate_replaces_the_last_turn_everywhere(fake_openai: FakeOpe
     assert (
         old is not None and old.replaced_by == done.turn_id and old.assistant == "zebrafish answer"
     )
-    shown = [(h.user, h.assistant) for h in await session.history()]
+    shown = [(h.user, h.assistant) for h in await session.edits.history()]
     assert shown == [("question one", "first answer"), ("question two", "better answer")]
     # recall never returns the replaced words
     assert await session.store.records.get(f"t{old_id}") is None
@@ -103,9 +103,9 @@ async def test_recall_never_brings_back_the_turn_being_replaced(fake_openai: Fak
     fake_openai.script(Reply(text="one"), Reply(text="the wombat answer"))
     await run_turn(session, "first")
     await run_turn(session, "tell me about the wombat")
-    await collect(session.regenerate())  # the old reply matches the prompt's words
+    await collect(session.turns.regenerate())  # the old reply matches the prompt's words
     assert "the wombat answer" not in str(fake_openai.chat_requests[-1].body)
-    await collect(session.regenerate())  # and so does the first regenerated one
+    await collect(session.turns.regenerate())  # and so does the first regenerated one
     assert "ok: tell me about the wombat" not in str(fake_openai.chat_requests[-1].body)
     await session.close()
 
@@ -116,15 +116,15 @@ async def test_edit_sends_the_new_words_in_place_of_the_last_prompt(
     session = await open_session(fake_openai)
     await run_turn(session, "what is 2+2")
     await run_turn(session, "what is the capital of frnace")
-    assert await session.last_prompt() == "what is the capital of frnace"
-    done = done_of(await collect(session.edit_last("what is the capital of France")))
+    assert await session.edits.last_prompt() == "what is the capital of frnace"
+    done = done_of(await collect(session.turns.edit_last("what is the capital of France")))
     assert done.status == "complete"
     assert texts(sent_messages(fake_openai))[1:] == [
         "what is 2+2",
         "ok: what is 2+2",
         "what is the capital of France",
     ]
-    shown = [h.user for h in await session.history()]
+    shown = [h.user for h in await session.edits.history()]
     assert shown == ["what is 2+2", "what is the capital of France"]
     conv = session.conversation
     assert conv is not None
@@ -134,8 +134,8 @@ async def test_edit_sends_the_new_words_in_place_of_the_last_prompt(
     assert "frnace" not in str(fake_openai.chat_requests[-1].body)
     await session.close()
     async with await open_session(fake_openai) as fresh:
-        await fresh.resume(conv.id)
-        assert [h.user for h in await fresh.history()][-2:] == [
+        await fresh.lifecycle.resume(conv.id)
+        assert [h.user for h in await fresh.edits.history()][-2:] == [
             "what is the capital of France",
             "and of Spain",
         ]
@@ -148,9 +148,9 @@ async def test_a_failed_regenerate_keeps_the_old_turn(fake_openai: FakeOpenAI) -
     await run_turn(session, "tell me more")
     before = state(session)
     fake_openai.script(ErrorReply(400, {"error": {"message": "bad request"}}))
-    done = done_of(await collect(session.regenerate()))
+    done = done_of(await collect(session.turns.regenerate()))
     assert done.status == "failed"
-    shown = [(h.user, h.status) for h in await session.history()]
+    shown = [(h.user, h.status) for h in await session.edits.history()]
     # the old turn is still the conversation's; the failed attempt shows as failed
     assert shown[:2] == [("hello", "complete"), ("tell me more", "complete")]
     assert state(session) == before
@@ -165,11 +165,11 @@ async def test_nothing_to_regenerate_or_edit_in_an_empty_conversation(
 ) -> None:
     async with await open_session(fake_openai) as session:
         with pytest.raises(SessionError, match="no turn"):
-            await collect(session.regenerate())
+            await collect(session.turns.regenerate())
         with pytest.raises(SessionError, match="no prompt"):
-            await session.last_prompt()
+            await session.edits.last_prompt()
         with pytest.raises(SessionError, match="nothing to fork"):
-            await session.fork()
+            await session.edits.fork()
         assert fake_openai.chat_requests == []
 
 
@@ -181,7 +181,7 @@ async def test_regenerate_after_compaction_restores_identically(fake_openai: Fak
     log = await session.log.history()
     assert any(r.kind == "compaction" for r in log), "the test needs a compaction record"
     for _ in range(2):  # twice: the second replaces a turn that replaced one
-        done = done_of(await collect(session.regenerate()))
+        done = done_of(await collect(session.turns.regenerate()))
         assert done.status == "complete"
         last_request = texts(sent_messages(fake_openai))
         assert last_request.count(f"turn 5 {long}") == 1
@@ -198,10 +198,10 @@ async def test_fork_copies_the_turns_up_to_there(fake_openai: FakeOpenAI) -> Non
         await run_turn(session, text)
     parent = session.conversation
     assert parent is not None
-    fork = await session.fork(2)
+    fork = await session.edits.fork(2)
     assert fork.id != parent.id and fork.parent_id == parent.id
     assert session.conversation is not None and session.conversation.id == fork.id
-    assert [h.user for h in await session.history()] == ["alpha", "bravo"]
+    assert [h.user for h in await session.edits.history()] == ["alpha", "bravo"]
     await run_turn(session, "echo")
     assert texts(sent_messages(fake_openai))[1:] == [
         "alpha",
@@ -210,7 +210,7 @@ async def test_fork_copies_the_turns_up_to_there(fake_openai: FakeOpenAI) -> Non
         "ok: bravo",
         "echo",
     ]
-    listed = {c.id: c for c in await session.list_conversations()}
+    listed = {c.id: c for c in await session.lifecycle.list_conversations()}
     assert listed[fork.id].parent_title == "alpha" and listed[fork.id].turn_count == 3
     assert listed[parent.id].turn_count == 4  # the parent is untouched
     # the copies share the originals' recall records (one per fact in the index)
@@ -233,9 +233,9 @@ async def test_fork_with_no_number_forks_at_the_last_turn_and_checks_the_number(
         await run_turn(session, "one")
         await run_turn(session, "two")
         with pytest.raises(SessionError, match="no turn 3"):
-            await session.fork(3)
-        fork = await session.fork()
-        assert [h.user for h in await session.history()] == ["one", "two"]
+            await session.edits.fork(3)
+        fork = await session.edits.fork()
+        assert [h.user for h in await session.edits.history()] == ["one", "two"]
         assert fork.parent_id is not None
 
 
@@ -255,8 +255,8 @@ async def test_a_fork_after_compaction_starts_in_the_memory_state_of_its_turn(
     for at in (5, 3):
         conv = session.conversation
         assert conv is not None
-        await session.resume(conv.id if at == 5 else log[0].conversation_id)
-        fork = await session.fork(at)
+        await session.lifecycle.resume(conv.id if at == 5 else log[0].conversation_id)
+        fork = await session.edits.fork(at)
         forked = state(session)
         # the same working set, record and fullness as the original right after turn `at`;
         # resident keys of the copies are the originals' keys
@@ -270,12 +270,12 @@ async def test_recall_in_a_fork_leaves_out_what_the_fork_holds(fake_openai: Fake
     fake_openai.script(Reply(text="noted"))
     await run_turn(session, "the quokka lives on Rottnest island")
     await run_turn(session, "something else entirely")
-    await session.fork(2)
+    await session.edits.fork(2)
     await run_turn(session, "where does the quokka live")
     # the turn is resident (copied): recall must not send it again as a capsule
     assert str(fake_openai.chat_requests[-1].body).count("Rottnest") == 1
     # ...while a conversation that does not hold it gets it back from recall
-    await session.new_conversation()
+    await session.lifecycle.new_conversation()
     await run_turn(session, "where does the quokka live")
     assert "Rottnest" in str(fake_openai.chat_requests[-1].body)
     await session.close()
@@ -288,9 +288,9 @@ async def test_regenerating_a_forked_turn_keeps_the_parent_recallable(
     await run_turn(session, "the axolotl is a salamander")
     parent = session.conversation
     assert parent is not None
-    await session.fork()
+    await session.edits.fork()
     original = next(t for t in await session.log.history() if t.kind == "turn")
-    await collect(session.regenerate())  # replaces the copy, not the parent's turn
+    await collect(session.turns.regenerate())  # replaces the copy, not the parent's turn
     assert await session.store.records.get(original.record_key) is not None
     found = await session.recall.recall(RecallRequest("axolotl salamander"))
     assert original.record_key in [r.key for r in found.memories]
@@ -303,18 +303,18 @@ async def test_a_regenerate_builds_on_what_another_newt_wrote(fake_openai: FakeO
     conv = first.conversation
     assert conv is not None
     second = await open_session(fake_openai)
-    await second.resume(conv.id)
+    await second.lifecycle.resume(conv.id)
     await run_turn(second, "from the second newt")
     await second.close()
     # the first newt's view is stale: the regenerate replaces the newest turn in the store
-    done = done_of(await collect(first.regenerate()))
+    done = done_of(await collect(first.turns.regenerate()))
     assert done.status == "complete"
     assert texts(sent_messages(fake_openai))[1:] == [
         "from the first newt",
         "ok: from the first newt",
         "from the second newt",
     ]
-    assert [h.user for h in await first.history()] == [
+    assert [h.user for h in await first.edits.history()] == [
         "from the first newt",
         "from the second newt",
     ]
@@ -330,22 +330,27 @@ async def test_forks_and_regenerates_keep_the_conversation_settings(
     await run_turn(session, "one")
     await run_turn(session, "two")
     pirate = "You are a pirate. Answer in pirate speech. " * 8
-    await session.update_settings(ChatSettings(system_prompt=pirate, temperature=0.3))
+    await session.settings_controls.update_settings(
+        ChatSettings(system_prompt=pirate, temperature=0.3)
+    )
     shifted = state(session)  # the prompt grew after the last measured turn
-    fork = await session.fork()
-    assert session.settings.system_prompt == pirate and session.settings.temperature == 0.3
+    fork = await session.edits.fork()
+    assert (
+        session.settings_controls.settings.system_prompt == pirate
+        and session.settings_controls.settings.temperature == 0.3
+    )
     assert state(session) == shifted  # the same figures, shift included
     assert await fresh_state(fake_openai, fork.id, NO_RECALL) == shifted
     parent = fork.parent_id
     assert parent is not None
-    await session.resume(parent)
+    await session.lifecycle.resume(parent)
     assert state(session) == shifted
     # a regenerate that fails leaves the figures as they were (shift included)
     fake_openai.script(ErrorReply(400, {"error": {"message": "no"}}))
-    await collect(session.regenerate())
+    await collect(session.turns.regenerate())
     assert state(session) == shifted
     # a regenerate sends the pirate prompt, with the figures a fresh session has
-    await collect(session.regenerate())
+    await collect(session.turns.regenerate())
     body = fake_openai.chat_requests[-1].body
     assert pirate.strip() in body["messages"][0]["content"] and body["temperature"] == 0.3
     live = state(session)

@@ -91,7 +91,7 @@ async def test_a_call_written_as_text_runs_and_is_never_shown_or_stored(
             "tool_call_id": second[-2]["tool_calls"][0]["id"],
             "content": "saved",
         }
-        (turn,) = await session.history()
+        (turn,) = await session.edits.history()
         assert turn.assistant == "Noted: no nuts." and "save_note" not in turn.assistant
     finally:
         await close(store, session)
@@ -120,7 +120,7 @@ async def test_a_reply_that_echoes_the_tool_response_stores_only_its_answer(
         events = await run_turn(session, "I'm allergic to nuts, remember that")
         shown = "".join(e.text for e in events if isinstance(e, ev.TextDelta))
         assert shown == "Noted: no nuts." == reply_of(events)
-        (turn,) = await session.history()
+        (turn,) = await session.edits.history()
         assert turn.assistant == "Noted: no nuts."
     finally:
         await close(store, session)
@@ -144,6 +144,6 @@ async def test_json_that_names_no_tool_is_the_answer(fake_openai: FakeOpenAI) ->
         events = await run_turn(session, "Ada as JSON please")
         assert "".join(e.text for e in events if isinstance(e, ev.TextDelta)) == answer
         assert not [e for e in events if isinstance(e, ev.ToolCallStarted)]
-        assert (await session.history())[0].assistant == answer
+        assert (await session.edits.history())[0].assistant == answer
     finally:
         await close(store, session)

@@ -42,7 +42,7 @@ async def test_a_plain_http_session_loads_no_ca_bundle(
     fake_openai.script(Reply(text="hello there"))
     config = load_config(None, base_url=fake_openai.base_url, model="fake-model")
     async with await ChatSession.open(config) as session:
-        events = [event async for event in session.send("hi")]
+        events = [event async for event in session.turns.send("hi")]
     assert any(type(e).__name__ == "TurnDone" for e in events)
     assert fake_openai.chat_requests
     assert ca_loads == []
