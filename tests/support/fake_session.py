@@ -3,8 +3,10 @@
 Most UI tests drive the real app against the fake OpenAI server; this one is
 for what the real stack cannot produce on demand or deterministically (a
 particular retention report, a failing turn, a slow stream to cancel).
-FakeSession implements all of newt.ui.session_api.SessionLike (the UI calls
-every member without asking first; test_session_api_fit.py checks the fit).
+FakeSession implements all of newt.ui.session_api.SessionLike: one scripted
+object plays every part (turns, lifecycle, edits, ...), each reached as the UI
+reaches ChatSession's. mypy checks the fit (`_fits` below; scripts/test runs
+mypy on this module).
 Holds no tests itself.
 """
 
@@ -14,7 +16,7 @@ import asyncio
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from newt.agent import events as ev
 from newt.agent.display import HistoryEntry, history_entries
@@ -26,6 +28,9 @@ from newt.chat_settings import Preset
 from newt.config import Config
 from newt.recall import EvidenceCapsule, RetentionReport
 from newt.store import Conversation, MemoryRecord, StoredTurn
+
+if TYPE_CHECKING:
+    from newt.ui.session_api import SessionLike
 
 NOW = 1_700_000_000.0
 
@@ -96,6 +101,7 @@ class FakeSession:
     next_id: int = 1
     config: Config = field(default_factory=Config)
     incognito: bool = False
+    unsaved: bool = False
     settings: ChatSettings = field(default_factory=ChatSettings)
     presets: dict[str, Preset] = field(default_factory=dict)
     default_system_prompt: str = "You are newt, a helpful assistant."
@@ -104,6 +110,39 @@ class FakeSession:
 
     def script(self, *steps: Step) -> None:
         self.steps.extend(steps)
+
+    # the parts, as ChatSession has them: this one object plays each of them
+    @property
+    def turns(self) -> FakeSession:
+        return self
+
+    @property
+    def lifecycle(self) -> FakeSession:
+        return self
+
+    @property
+    def edits(self) -> FakeSession:
+        return self
+
+    @property
+    def settings_controls(self) -> FakeSession:
+        return self
+
+    @property
+    def commands(self) -> FakeSession:
+        return self
+
+    @property
+    def memory_admin(self) -> FakeSession:
+        return self
+
+    @property
+    def forgetting(self) -> FakeSession:
+        return self
+
+    @property
+    def mcp_controls(self) -> FakeSession:
+        return self
 
     def _conv(self, conv_id: str) -> Conversation:
         turns = self.conversations[conv_id]
@@ -296,16 +335,16 @@ class FakeSession:
     async def recall_preview(self, text: str) -> tuple[RetentionReport | None, str]:
         return self.last_retention, ""
 
-    async def search_memory(self, query: str) -> list[MemoryHit]:
+    async def search(self, query: str) -> list[MemoryHit]:
         return []
 
-    async def memory_matching(self, query: str) -> list[MemoryHit]:
+    async def matching(self, query: str) -> list[MemoryHit]:
         return []
 
     async def forget(self, keys: list[str]) -> ForgetReport:
         return ForgetReport()
 
-    async def forget_matching(self, query: str) -> ForgetReport:
+    async def forget_matching(self, query: str, *, sentences: bool = False) -> ForgetReport:
         return ForgetReport()
 
     async def forget_everything(self) -> ForgetReport:
@@ -360,3 +399,9 @@ def make_turn(
         used_after=None,
         created_at=time.time(),
     )
+
+
+if TYPE_CHECKING:
+
+    def _fits(session: FakeSession) -> SessionLike:
+        return session  # mypy: the fake is everything the UI may ask of a session
