@@ -67,6 +67,7 @@ class NoteBook:
     async def reload(self, repo: NoteStore) -> None:
         """Read the notes again in place (the provider holds this very book)."""
         self._notes = [n for n in (s.strip() for s in await repo.list()) if n]
+        self._block_valid = False  # the system prompt shows what was read
 
     # -- read side ---------------------------------------------------------
 

@@ -208,3 +208,21 @@ def test_provider_notes_share_the_notebook_and_feed_the_system_prompt() -> None:
     assert p.build_messages("", "hi")[0].content == book.system_prompt_block()
     with pytest.raises(NotesFull):
         p.add_note("x" * 2200)
+
+
+async def test_a_reload_in_place_renders_the_notes_read(tmp_path: Path) -> None:
+    # the session holds one book and reloads it (at open, after a forget): the
+    # system prompt must show what was read, never a block rendered before
+    store = await open_store(tmp_path)
+    try:
+        book = NoteBook()
+        assert book.system_prompt_block() is None
+        other = await NoteBook.load(store.notes)  # another book writes, this one reads again
+        await other.add(store.notes, "Ada is seven.")
+        await book.reload(store.notes)
+        assert "Ada is seven." in (book.system_prompt_block() or "")
+        await other.remove(store.notes, "Ada")
+        await book.reload(store.notes)
+        assert book.system_prompt_block() is None
+    finally:
+        await store.close()
