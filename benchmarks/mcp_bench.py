@@ -2,7 +2,7 @@
 
     python benchmarks/mcp_bench.py
 
-Against the demo server of tests/mcp_servers (the same SDK as most Python MCP
+Against the demo server of tests/support/mcp_servers (the same SDK as most Python MCP
 servers), over stdio and over streamable HTTP on loopback:
 
   import  importing newt.mcp.manager (the SDK); paid only when a config has

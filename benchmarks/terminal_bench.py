@@ -7,7 +7,7 @@
 What a person sees, measured from outside the process: the benchmark builds
 the wheel (`pip wheel --no-deps .`), installs it into a fresh venv under /tmp,
 and runs that `newt` in tmux (120x40) against the standalone fake server
-(`python -m tests.fake_openai` in its own process, with a hook that prints the
+(`python -m tests.support.fake_openai` in its own process, with a hook that prints the
 moment its last chunk went out). It watches the screen with `tmux
 capture-pane` and the app's CPU time in /proc/PID/stat.
 
@@ -121,7 +121,7 @@ def install(workdir: Path) -> Path:
 
 
 def serve(argv: list[str]) -> None:
-    """Run tests.fake_openai, printing `sent <monotonic>` when a stream has ended."""
+    """Run tests.support.fake_openai, printing `sent <monotonic>` when a stream has ended."""
     from tests.support import fake_openai
 
     original = fake_openai._Handler._stream

@@ -9,7 +9,7 @@ one stays as the quick headless check of the app's own code paths.
 
 The app runs headless (Textual's `run_test`, the same code path as a terminal
 minus the driver's writes) against the standalone fake OpenAI server
-(`python -m tests.fake_openai`) in another process, so the CPU figures are the
+(`python -m tests.support.fake_openai`) in another process, so the CPU figures are the
 UI process's own. Each measurement runs in a new process so peak RSS is not
 inherited from a previous one.
 
