@@ -1,5 +1,5 @@
 """A forgotten message is in no byte of newt.db, its -wal or its -shm, and has no
-vector left (issue 26): the real turn path with recall by meaning on, so every
+vector left: the real turn path with recall by meaning on, so every
 record is embedded by all-MiniLM-L6-v2 in process, from the wheel the test
 command caches in ~/.cache/newt-llama. The rest of forgetting, by words, is
 tests/integration/memory/test_forget.py."""
@@ -47,7 +47,7 @@ async def test_a_forgotten_message_is_in_no_byte_of_the_database(
         assert FORGOTTEN in sent(fake_openai)  # the message is still there, as forgotten
         assert all(SECRET not in h.content for h in await chat.session.memory_admin.search(SECRET))
         assert chat.session.conversation is not None
-        # it was made from the message: now from what remains (issue 45)
+        # it was made from the message: now from what remains
         assert chat.session.conversation.title.startswith("And the bike lock is")
     finally:
         await chat.session.close()

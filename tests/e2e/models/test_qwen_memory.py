@@ -1,4 +1,4 @@
-"""End to end with a model that reads (issue 43, item 3): Qwen2.5-Coder-1.5B-Instruct on
+"""End to end with a model that reads: Qwen2.5-Coder-1.5B-Instruct on
 the real llama-server at a 1,024-token window, run as newt runs its own server.
 
 A fact is told first; six long turns fold it out of the window (checked); asked at

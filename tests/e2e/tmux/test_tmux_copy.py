@@ -1,4 +1,4 @@
-"""`/copy` inside tmux as tmux ships it (issue 25, point 5).
+"""`/copy` inside tmux as tmux ships it.
 
 Under tmux's default `set-clipboard external` the OSC 52 newt writes is
 dropped, so newt used to say "Copied the last reply." with nothing copied.

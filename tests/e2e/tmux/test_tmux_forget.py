@@ -1,4 +1,4 @@
-"""Forgetting with the real `newt` in tmux (issue 26): chat a unique string,
+"""Forgetting with the real `newt` in tmux: chat a unique string,
 find it in the memory view and forget it, delete a conversation from the
 resume picker; the screen says so, and afterwards neither string is in any
 byte of newt.db, its -wal or its -shm.

@@ -1,4 +1,4 @@
-"""Import, then ask, with the real `newt` (issue 28): `newt import` of a small Claude
+"""Import, then ask, with the real `newt`: `newt import` of a small Claude
 export from 8 May 2023, then the TUI in tmux asks a question that history answers.
 
 The request the fake server receives carries the imported turn under its own day,

@@ -1,5 +1,5 @@
 """A summary owed lands while turns keep coming, and until it lands the record
-quotes the user's removed words (issue 25, point 2).
+quotes the user's removed words.
 
 Real ChatSession, real SQLite, the fake OpenAI server answering summary
 requests slowly: a busy one-slot server, where a summary takes longer than the

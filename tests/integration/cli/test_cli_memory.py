@@ -1,4 +1,4 @@
-"""The user's memory from the command line (issue 26): `newt rename`, `newt delete`,
+"""The user's memory from the command line: `newt rename`, `newt delete`,
 `newt memory search|show|forget` and `newt --incognito`, run as the real CLI
 (a subprocess) on a store whose turns were made by `newt -p` against the fake
 server. The memory commands run with no backend configured at all and must

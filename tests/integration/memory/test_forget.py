@@ -1,4 +1,4 @@
-"""Forgetting for real (issue 26): what the user forgets, deletes or keeps out
+"""Forgetting for real: what the user forgets, deletes or keeps out
 of memory is gone from the request the fake server receives, from the index
 and the vectors, and from every byte of newt.db, its -wal and its -shm; a
 summary quoting it is rewritten or dropped; a fork of a deleted conversation

@@ -1,4 +1,4 @@
-"""A reply cut at the length cap says so; /settings shows the cap in force (issue 25, point 3)."""
+"""A reply cut at the length cap says so; /settings shows the cap in force."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ async def test_tui_footer_marks_a_reply_stopped_at_the_length_limit(
         whole = list(screen.query(AssistantMessage))[-1]
         assert "length limit" not in _footer(whole) and "completion tokens" in _footer(whole)
         await pilot.press("ctrl+q")
-    # resumed, the footers say the same (issue 45: the mark was live only)
+    # resumed, the footers say the same (the mark used to be live only)
     again = NewtApp(config_for(fake_openai), continue_latest=True)
     async with again.run_test(size=(110, 34)) as pilot:
         screen = await chat_ready(pilot)
@@ -129,7 +129,7 @@ async def test_settings_show_the_managed_servers_reply_cap(
     with ExitStack() as stack:
         config = load_config()
         _start_local(stack, config, str(model), explicit_model=None)
-        # a chosen model runs with an 8192 window (issue 29), so its cap is 1024
+        # a chosen model runs with an 8192 window, so its cap is 1024
         assert (config.server_reply_cap, config.server_context_tokens) == (1024, 8192)
         assert await _settings_hint(NewtApp(config)) == "empty: server caps at 1024"
     # a server newt did not start: its cap is unknown, not "no cap"

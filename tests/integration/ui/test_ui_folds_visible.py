@@ -1,4 +1,4 @@
-"""Folding is visible (issue 26, item 5): the real app against the fake server.
+"""Folding is visible: the real app against the fake server.
 
 A 1024-token window at a 0.5 threshold gives a 512-token budget: three short
 turns fit, a long reply folds them (one line, "3 earlier turns folded into

@@ -1,5 +1,5 @@
-"""/fork says what it did and names the fork apart; /export keeps the title's letters
-(issue 25, point 5). Real app (Pilot), real session and store, fake server."""
+"""/fork says what it did and names the fork apart; /export keeps the title's letters.
+Real app (Pilot), real session and store, fake server."""
 
 from __future__ import annotations
 

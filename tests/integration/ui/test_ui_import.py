@@ -1,4 +1,4 @@
-"""Importing from the TUI (issue 28): the palette's "Import conversations…", the
+"""Importing from the TUI: the palette's "Import conversations…", the
 import screen (a typed path, or a database found at its app's default path),
 the summary `newt import` prints, and a malformed file that imports nothing.
 

@@ -1,4 +1,4 @@
-"""The user owns the memory, in the TUI (issue 26): rename and delete from the
+"""The user owns the memory, in the TUI: rename and delete from the
 resume picker, the memory view (search, open, forget one, forget matching,
 forget everything), /recall, and incognito from /settings and /incognito.
 

@@ -1,4 +1,4 @@
-"""The /resume picker's keys (issue 45): after a rename the focus is on the
+"""The /resume picker's keys: after a rename the focus is on the
 list, so the next d deletes (it used to type a "d" into the search); an arrow
 pressed before the rows arrive still moves the selection; the confirmation
 and the report count the same thing with the same word."""

@@ -1,4 +1,4 @@
-"""A slow local model reading a long prompt (issue 43, item 5): the reply's status line
+"""A slow local model reading a long prompt: the reply's status line
 says the prompt is being read, with the server's progress, then the time to the first
 token and the reply's pace; Esc stops it while the prompt is read and the server sees
 the request go. The fake server stands in for llama-server (`prompt_read_s`, with its

@@ -1,4 +1,4 @@
-"""Streaming Markdown (issue 14): final blocks rendered once, the same as a one-shot render.
+"""Streaming Markdown: final blocks rendered once, the same as a one-shot render.
 
 The splitter and the renderer are checked against Rich's own rendering of the
 whole text, for the fixture cut at every chunk boundary (a reply can end, or

@@ -1,5 +1,5 @@
-"""The thinking block folds when the answer begins, not after its last word
-(issue 25, point 5). Real app (Pilot), real session and store, fake server."""
+"""The thinking block folds when the answer begins, not after its last word.
+Real app (Pilot), real session and store, fake server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Forgetting only the parts of a message that hold a phrase (issue 45)."""
+"""Forgetting only the parts of a message that hold a phrase."""
 
 from __future__ import annotations
 

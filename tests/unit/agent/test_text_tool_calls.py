@@ -1,5 +1,5 @@
-"""A tool call written as text is run as a call, never shown or stored as the answer
-(issue 43, item 2): the parser, the streaming gate, and whole turns against the fake
+"""A tool call written as text is run as a call, never shown or stored as the answer:
+the parser, the streaming gate, and whole turns against the fake
 server emitting each textual form."""
 
 from __future__ import annotations

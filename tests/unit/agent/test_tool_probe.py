@@ -1,5 +1,5 @@
 """A model newt runs itself is asked once whether it calls tools at all; one that does not
-is not offered them (issue 43, item 2). The fake server stands in for llama-server:
+is not offered them. The fake server stands in for llama-server:
 `server_context_tokens` set is what marks a server newt runs."""
 
 from __future__ import annotations

@@ -198,7 +198,7 @@ def test_context_overflow_bodies(status: int, raw: object, prompt: int | None, w
     assert err.status == status
     assert not err.retryable  # even a 500: resending the same prompt cannot help
     assert "context window" in err.message
-    # issue 45: advice that can help a message larger than the window too
+    # advice that can help a message larger than the window too
     assert "split it or use a model with a larger window" in err.message
 
 

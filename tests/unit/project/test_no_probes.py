@@ -1,5 +1,5 @@
-"""newt never probes at run time whether an object can do something
-(issue 27, item 3): what the UI needs of a session is declared in
+"""newt never probes at run time whether an object can do something:
+what the UI needs of a session is declared in
 newt/ui/session_api.py, what the agent needs of a provider in
 newt/memory/provider_features.py, checked by mypy, and called directly.
 
