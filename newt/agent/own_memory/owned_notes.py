@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from newt.agent.session.conversation_log import ConversationLog
 from newt.store import NoteRepo
 
 
@@ -19,11 +20,11 @@ class OwnedNotes:
     def __init__(
         self,
         repo: NoteRepo,
-        conversation: Callable[[], str | None],
+        log: ConversationLog,
         correct: Callable[[str, str | None], Awaitable[object]],
     ) -> None:
         self.repo = repo
-        self.conversation = conversation
+        self.log = log
         self.correct = correct
         self.corrected = False
         """A note was replaced or removed since the session last reloaded."""
@@ -32,7 +33,8 @@ class OwnedNotes:
         return await self.repo.list()
 
     async def add(self, content: str) -> None:
-        await self.repo.add(content, conversation_id=self.conversation())
+        conv = self.log.conversation  # the note goes with it when it is deleted
+        await self.repo.add(content, conversation_id=conv.id if conv else None)
 
     async def replace(self, old: str, new: str) -> None:
         await self.repo.replace(old, new)

@@ -90,9 +90,8 @@ class ChatSession:
             lock, log, held, summaries, lifecycle, link, settings.reapply_anchor_shift
         )
         self.memory_admin = admin = MemoryAdmin(store, lambda: link.recall)  # /model swaps it
-        self.owned_notes = OwnedNotes(  # as /note and save_note change them (attributed)
-            store.notes, lambda: log.conversation.id if log.conversation else None, admin.correct
-        )
+        # as /note and save_note change them (attributed to the conversation)
+        self.owned_notes = OwnedNotes(store.notes, log, admin.correct)
         self.commands = MemoryCommands(
             lock, log, summaries, self.owned_notes, lifecycle, link, notes
         )
