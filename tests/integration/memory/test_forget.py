@@ -313,6 +313,8 @@ async def test_a_forgotten_note_goes_like_a_removed_one(fake_openai: FakeOpenAI)
     try:
         await chat.say("Note this: sister lives in Tromsø.")
         await s.commands.note("sister lives in Tromsø")
+        await chat.say("Thanks, that is all for now.")  # the note rides in the system prompt
+        assert "sister lives in Tromsø" in sent(fake_openai)
         hits = [h for h in await s.memory_admin.search("Tromsø") if h.kind == "note"]
         assert hits
         report = await s.forgetting.forget([hits[0].key])
