@@ -26,7 +26,14 @@ from newt.memory import (
     record_summary,
     summarizer_input,
 )
-from newt.memory.compaction import OMITTED_NOTE, base_summary, owed_folds, unsummarized_messages
+from newt.memory.compaction import (
+    OMITTED_NOTE,
+    base_summary,
+    is_record,
+    owed_folds,
+    record_summary,
+    unsummarized_messages,
+)
 from newt.resources import asset_text
 
 EST = TokenEstimation()
@@ -498,3 +505,16 @@ async def test_fold_steps_make_a_summary_overdue_and_survive_a_reopen() -> None:
     assert (reopened.owed_steps, reopened.summary_overdue) == (2, True)
     assert await reopened.refresh_summary()
     assert (reopened.owed_steps, reopened.summary_overdue) == (0, False)
+
+
+def test_a_record_an_older_newt_stored_is_still_read_as_one() -> None:
+    # databases keep records written with the marker's literal text: a new
+    # marker would turn every stored summary back into a plain user message
+    stored = (
+        "[CONTEXT COMPACTION — REFERENCE ONLY]\n"
+        "Earlier turns of this conversation, folded to fit.\n\n"
+        "The user's sister lives in Bergen."
+    )
+    assert is_record(stored)
+    assert record_summary(stored).endswith("The user's sister lives in Bergen.")
+    assert not is_record("CONTEXT COMPACTION is a phrase the user may type")
