@@ -31,7 +31,6 @@ from newt.memory.compaction import (
     base_summary,
     is_record,
     owed_folds,
-    record_summary,
     unsummarized_messages,
 )
 from newt.resources import asset_text
