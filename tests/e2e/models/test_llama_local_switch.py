@@ -1,7 +1,7 @@
 """/model on the real llama-server: newt restarts it between SmolLM2-135M-Instruct and
 Gemma 3 270M, each with the window newt chose. The same with a stand-in server
 (its command line, window and requests) is in
-tests/integration/local_models/test_local_switch.py."""
+tests/integration/local/models/test_local_switch.py."""
 
 from __future__ import annotations
 

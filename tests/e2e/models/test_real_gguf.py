@@ -1,7 +1,7 @@
 """newt's GGUF header reader (newt/local/models/gguf.py) on the real models the test
 command caches in ~/.cache/newt-llama: SmolLM2-135M-Instruct, a chat model, and
 all-MiniLM-L6-v2, an embedding model. The reader on made-up headers is in
-tests/unit/local_models/test_local_models.py."""
+tests/unit/local/models/test_local_models.py."""
 
 from __future__ import annotations
 

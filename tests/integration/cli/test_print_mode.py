@@ -282,7 +282,7 @@ def test_local_runs_a_managed_server_and_stops_it(tmp_path: Path, _isolated_home
         "--json",
         home=_isolated_home,
         # an empty cache: no MiniLM GGUF, so no second server
-        # (tests/unit/local_models/test_local_embeddings.py)
+        # (tests/unit/local/models/test_local_embeddings.py)
         env={"NEWT_LLAMA_SERVER": str(binary), "NEWT_LLAMA_CACHE": str(tmp_path / "cache")},
     )
     assert result.returncode == 0, result.stderr

@@ -228,7 +228,7 @@ def test_list_shows_what_is_here_then_the_catalogue_with_a_recommendation(
     hub: Hub, env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a hub that answers, the largest model that fits is recommended
-    (tests/unit/local_models/test_local_models_pypi.py: with none, only what PyPI has)."""
+    (tests/unit/local/models/test_local_models_pypi.py: with none, only what PyPI has)."""
     fake_machine(env, tmp_path)
     monkeypatch.setattr(cli, "machine_ram_bytes", lambda: 8_000_000_000)
     monkeypatch.setattr(cli, "free_disk_bytes", lambda _: 100_000_000_000)
