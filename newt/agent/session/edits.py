@@ -1,6 +1,6 @@
 """Regenerate, edit and fork: the session's operations that rewrite the conversation.
 
-Regenerate and edit run an ordinary turn (ChatSession.send with
+Regenerate and edit run an ordinary turn (SessionTurns.send with
 `replace_last=True`) under the session lock and the conversation's writer
 lock. Before it, the provider is restored from the log *without* the last turn
 (the same restore a reopened conversation gets), so the request carries
