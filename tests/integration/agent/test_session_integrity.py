@@ -1,4 +1,4 @@
-"""Issue 15: nothing that changes a conversation races another, and nothing is lost.
+"""Nothing that changes a conversation races another, and nothing is lost.
 
 Each race test starts one operation, lets it reach the point where it waits on
 the backend, starts the other, and checks the second waited for the first.

@@ -255,7 +255,7 @@ def test_forget_matching_previews_asks_and_leaves_no_byte(
 def test_forget_matching_says_what_goes_and_can_keep_the_rest(
     fake_openai: FakeOpenAI, home: Path
 ) -> None:
-    """Issue 45: a message holding more than the match is shown whole and the
+    """A message holding more than the match is shown whole and the
     preview says so; --sentences forgets only the part holding it (the rest
     stays, the cut marked, not a byte of the part left); the conversation
     titled from its first message is titled from what remains."""
@@ -380,7 +380,7 @@ def anywhere_in(home: Path, text: str) -> list[str]:
 
 
 def test_incognito_print_mode_leaves_nothing_on_disk(fake_openai: FakeOpenAI, home: Path) -> None:
-    """Issue 45: `newt --incognito -p` writes nothing of the conversation,
+    """`newt --incognito -p` writes nothing of the conversation,
     not its title in `newt list`, not a byte of any file under NEWT_HOME;
     the request still goes to the server."""
     say(fake_openai, home, f"Remember {CONTROL}.")  # the database exists and is in use

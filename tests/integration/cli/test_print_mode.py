@@ -45,7 +45,7 @@ def test_print_reads_stdin(fake_openai: FakeOpenAI, _isolated_home: Path) -> Non
 def test_a_message_larger_than_the_window_is_not_sent(
     fake_openai: FakeOpenAI, _isolated_home: Path
 ) -> None:
-    """Issue 45: a paste larger than the model's window is refused before
+    """A paste larger than the model's window is refused before
     anything is sent or stored (the server took ~45 s to refuse it), with
     both numbers and what can help; exit status 2 (bad input)."""
     paste = "All work and no play makes Jack a dull boy. " * 1200
@@ -364,7 +364,7 @@ def test_bad_base_url_is_a_usage_error(_isolated_home: Path) -> None:
 def test_a_compacting_turn_returns_before_its_summary_is_written(
     fake_openai: FakeOpenAI, _isolated_home: Path
 ) -> None:
-    """Issue 10, item 6: `newt -p` gives the prompt back with the fallback record
+    """`newt -p` gives the prompt back with the fallback record
     stored; a detached newt writes the summary and stores it as the newest record."""
     config = _isolated_home / "config.toml"
     config.write_text("[memory]\ncontext_tokens = 8000\n[recall]\nretained_token_budget = 0\n")

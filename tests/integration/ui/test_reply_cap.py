@@ -96,9 +96,8 @@ async def test_settings_show_the_context_window(
     home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
-    """Issue 45: the config file has [memory] context_tokens, /settings did
-    not show the window at all: it says the window, where it comes from, what
-    newt fills of it, and where to change it."""
+    """With [memory] context_tokens in the config file, /settings says the
+    window, where it comes from, what newt fills of it, and where to change it."""
     app = NewtApp(config_for(fake_openai, context_tokens=2048))
     async with app.run_test(size=(110, 34)) as pilot:
         await chat_ready(pilot)

@@ -94,7 +94,7 @@ async def test_escape_cancels_and_keeps_partial_reply() -> None:
 
 
 async def test_ctrl_c_stops_a_streaming_reply_and_the_footer_says_so() -> None:
-    """Issue 45: ctrl+c while a reply streams stops it (it used to only say
+    """Ctrl+c while a reply streams stops it (it used to only say
     "press ctrl+q to quit" while the reply went on); the footer's stop hint
     shows only then, and idle ctrl+c stops nothing and quits nothing."""
     session = FakeSession()
@@ -123,7 +123,7 @@ async def test_ctrl_c_stops_a_streaming_reply_and_the_footer_says_so() -> None:
 
 
 async def test_a_message_larger_than_the_window_stays_in_the_box() -> None:
-    """Issue 45: a paste larger than the window is not sent (the server would
+    """A paste larger than the window is not sent (the server would
     refuse it after a long wait): the log says so with both numbers and what
     can help, the text stays; ctrl+c clears it in one key, ctrl+z brings it
     back, and a message that fits goes as usual."""
@@ -425,7 +425,7 @@ async def test_command_palette_lists_slash_commands() -> None:
 
 
 async def test_the_footer_and_memory_show_one_fullness() -> None:
-    """Issue 45: the footer kept the fullness of the turn's end while /memory
+    """The footer kept the fullness of the turn's end while /memory
     showed the figure after a background summary landed (1,449 against
     1,137); now the footer follows the session between turns, both show the
     same figure with the same explanation, and the panel has one word for a
@@ -455,7 +455,7 @@ async def test_the_footer_and_memory_show_one_fullness() -> None:
 
 
 async def test_a_toast_never_covers_the_message_box() -> None:
-    """Issue 45: the first run's toast covered the input box for ~12 s; toasts
+    """The first run's toast covered the input box for ~12 s; toasts
     now come in at the top right, and that one is a short line for 6 s."""
     from textual.widgets._toast import Toast
 

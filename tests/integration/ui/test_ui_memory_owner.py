@@ -218,7 +218,7 @@ async def test_forget_matching_can_keep_the_rest_of_a_message(
     home: Path,
     fake_openai: FakeOpenAI,
 ) -> None:
-    """Issue 45 in the memory view: F offers s, forgetting only the sentences
+    """In the memory view, F offers s, forgetting only the sentences
     holding the words; the rest of the message stays, the cut marked."""
     app = NewtApp(config(fake_openai))
     async with app.run_test(size=(130, 44)) as pilot:

@@ -1,4 +1,4 @@
-"""Issue 14: startup. The chat screen is drawn before the session opens and
+"""Startup. The chat screen is drawn before the session opens and
 takes typing; what is sent meanwhile waits for the session. The prompt is
 usable before the capability probe answers, and the real newt freezes its
 startup heap out of garbage collection.

@@ -1,4 +1,4 @@
-"""Issue 10, item 4: the retained-evidence budget fits the window, and the
+"""The retained-evidence budget fits the window, and the
 pre-send guard makes room for the capsules (or drops them) so they never
 cause an overflow."""
 

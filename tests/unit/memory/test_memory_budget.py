@@ -118,7 +118,7 @@ async def test_used_never_goes_negative() -> None:
 
 
 async def test_twenty_turns_no_double_counting() -> None:
-    """The seed's bug: summing input+output per turn counts history again each turn."""
+    """An old bug: summing input+output per turn counts history again each turn."""
     p = TokenBudget(32000, 0.8)
     system_tokens, user_tokens, reply_tokens = 100, 100, 100
     naive = 0

