@@ -413,7 +413,7 @@ async def run_newt(home: Path, prompt: str, *, first: bool) -> tuple[dict[str, A
 
 
 def summary_writers(home: Path) -> list[int]:
-    """Live `newt --finish-summary` processes of this NEWT_HOME (agent/session/detached_writers)."""
+    """Live `newt --finish-summary` processes of this NEWT_HOME (cli/detached_writers)."""
     mark = f"NEWT_HOME={home}".encode()
     pids = []
     for proc in Path("/proc").iterdir():

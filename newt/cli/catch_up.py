@@ -1,6 +1,6 @@
 """`newt --catch-up-vectors`: the detached child that embeds what is still without a vector.
 
-Spawned by `spawn_vector_writer` (newt.agent.session.detached_writers) after a
+Spawned by `spawn_vector_writer` (newt/cli/detached_writers.py) after a
 print-mode turn or an import left records unembedded; one per database, by its
 pid file, so recall by meaning works for scripts too.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import os
 
-from newt.agent.session.detached_writers import vector_pid_file, vector_writer_alive
 from newt.cli.bounded_exit import close_within
+from newt.cli.detached_writers import vector_pid_file, vector_writer_alive
 from newt.config import Config
 from newt.files import write_private
 from newt.recall.service import RecallParts

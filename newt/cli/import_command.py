@@ -91,7 +91,7 @@ def import_main(argv: list[str], *, err: TextIO | None = None) -> int:
         )
         if not args.dry_run and status == EXIT_OK:
             # the imported turns are embedded in the background, after we exit
-            from newt.agent.session.detached_writers import spawn_vector_writer
+            from newt.cli.detached_writers import spawn_vector_writer
 
             spawn_vector_writer(config)
         return status

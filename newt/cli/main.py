@@ -285,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _start_local_embeddings(stack, config, stderr)
             if args.finish_summary:
                 from newt.cli.bounded_exit import run_bounded
-                from newt.cli.print_mode import finish_summary
+                from newt.cli.detached_writers import finish_summary
 
                 return run_bounded(finish_summary(config, args.finish_summary))
             if args.catch_up_vectors:

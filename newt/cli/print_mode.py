@@ -13,25 +13,16 @@ Whatever way it ends, it ends in bounded time: the session is closed with
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import os
-import signal
 from typing import Any, TextIO
 
 from newt.agent import events as ev
 from newt.agent.session.chat_session import ChatSession, MemoryStatus, dump_report
-from newt.agent.session.detached_writers import (
-    spawn_summary_writer,
-    spawn_vector_writer,
-    writer_pid_file,
-)
 from newt.agent.turn.oversize import too_large
 from newt.cli.bounded_exit import close_within
+from newt.cli.detached_writers import spawn_summary_writer, spawn_vector_writer
 from newt.cli.print_thinking import ThinkingPrinter, speed
 from newt.config import Config
-from newt.files import write_private
 from newt.memory.provider_features import Summarizing
 from newt.store import Store
 from newt.text import StreamSanitizer, strip_terminal_escapes
@@ -240,28 +231,3 @@ async def _one_turn(
         )
         return 1
     return 0 if error is None else 1
-
-
-async def finish_summary(config: Config, conversation_id: str) -> int:
-    """`newt --finish-summary ID` (started detached by print mode): write the
-    summary the conversation's last record still owes, then exit."""
-    session = await ChatSession.open(config, probe=False)
-    pid_file = writer_pid_file(session.store.db.path, conversation_id)
-    task = asyncio.current_task()
-    loop = asyncio.get_running_loop()
-    if task is not None:  # a turn on this conversation stops us: see stop_detached_writer
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    try:
-        write_private(pid_file, str(os.getpid()))
-        session.summaries.on_written = lambda: pid_file.unlink(missing_ok=True)
-        await session.lifecycle.resume(conversation_id)
-        session.summaries.start()
-        await session.summaries.wait(config.backend.timeout_s * 2)
-        await session.recall_parts.catch_up(config.backend.timeout_s)
-    except asyncio.CancelledError:
-        pass  # preempted by a turn: the fallback record stands
-    finally:
-        pid_file.unlink(missing_ok=True)
-        await close_within(session.close())
-    return 0

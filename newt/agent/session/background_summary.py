@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from newt.agent.session.conversation_log import ConversationLog
-from newt.agent.session.detached_writers import stop_detached_writer, wait_for_detached_writer
+from newt.agent.session.writer_handoff import stop_detached_writer, wait_for_detached_writer
 from newt.memory import MemoryProvider
 from newt.memory.provider_features import Summarizing
 

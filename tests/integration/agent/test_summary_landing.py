@@ -21,7 +21,7 @@ import pytest
 
 from newt.agent import events as ev
 from newt.agent.session.chat_session import ChatSession
-from newt.agent.session.detached_writers import writer_pid_file
+from newt.agent.session.writer_handoff import writer_pid_file
 from newt.memory import record_summary
 from newt.memory.compaction import base_summary, owed_folds, unsummarized_messages
 from tests.support.fake_openai import ErrorReply, FakeOpenAI, RecordedRequest, Reply

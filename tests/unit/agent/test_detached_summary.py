@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from newt.agent.session.chat_session import ChatSession
-from newt.agent.session.detached_writers import stop_detached_writer, writer_pid_file
+from newt.agent.session.writer_handoff import stop_detached_writer, writer_pid_file
 from newt.memory import record_summary
 from newt.store import Store
 from tests.support.fake_openai import FakeOpenAI, Reply

@@ -1,0 +1,107 @@
+"""The detached writers of print mode: `newt --finish-summary ID` and
+`newt --catch-up-vectors`.
+
+`newt -p` gives the shell its prompt back at once; when its turn folded turns
+into the record, a detached child writes their summary and stores it (see
+`BackgroundSummary`). While it is asking the model it leaves its pid in a
+file beside the database, so the next turn on that conversation can stop it
+first or, when the summary is overdue, wait for it
+(newt/agent/session/writer_handoff.py).
+
+Every stored record gets its vector whatever wrote it: print mode embeds its
+turn's records before it exits (bounded), and when records are still without
+a vector (an import, a first run fetching the model, a long backlog) one
+detached `newt --catch-up-vectors` (newt/cli/catch_up.py) embeds them, one at
+a time per database by its pid file, so recall by meaning works for scripts too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from newt.agent.session.chat_session import ChatSession
+from newt.agent.session.writer_handoff import writer_pid_file
+from newt.cli.bounded_exit import close_within
+from newt.config import Config
+from newt.files import write_private
+
+VECTORS_FLAG = "--catch-up-vectors"
+
+
+def spawn_summary_writer(config: Config, conversation_id: str) -> None:
+    """Start a detached `newt --finish-summary` for this conversation: print mode
+    gives the shell its prompt back while the summary is written. The child
+    inherits the environment (NEWT_HOME, the API key's variable) and stores the
+    summary under the conversation's writer lock; if another newt wrote to the
+    conversation meanwhile it reloads from the log and applies the summary when
+    the folded turns it covers are still the ones owed."""
+    _spawn(config, "--finish-summary", conversation_id)
+
+
+def _spawn(config: Config, *flags: str) -> None:
+    """`newt FLAGS` detached, with this run's backend and config file."""
+    argv = [sys.executable, "-m", "newt", *flags]
+    argv += ["--base-url", config.backend.base_url, "--model", config.backend.model]
+    if config.path is not None and config.path.exists():
+        argv += ["--config", str(config.path)]
+    with contextlib.suppress(OSError):
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # not killed with the shell's job
+        )
+
+
+def vector_pid_file(db_path: Path) -> Path:
+    """Where a detached vector writer for this database leaves its pid."""
+    return db_path.parent / "vectors.pid"
+
+
+def vector_writer_alive(pid_file: Path) -> bool:
+    try:
+        pid = int(pid_file.read_text().strip())
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return False
+    return VECTORS_FLAG.encode() in argv
+
+
+def spawn_vector_writer(config: Config) -> None:
+    """Start a detached `newt --catch-up-vectors` unless one is at work on
+    this database: it embeds the records still without a vector, then exits."""
+    if config.db_path is None or vector_writer_alive(vector_pid_file(config.db_path)):
+        return
+    _spawn(config, VECTORS_FLAG)
+
+
+async def finish_summary(config: Config, conversation_id: str) -> int:
+    """`newt --finish-summary ID` (started detached by print mode): write the
+    summary the conversation's last record still owes, then exit."""
+    session = await ChatSession.open(config, probe=False)
+    pid_file = writer_pid_file(session.store.db.path, conversation_id)
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    if task is not None:  # a turn on this conversation stops us: see stop_detached_writer
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        write_private(pid_file, str(os.getpid()))
+        session.summaries.on_written = lambda: pid_file.unlink(missing_ok=True)
+        await session.lifecycle.resume(conversation_id)
+        session.summaries.start()
+        await session.summaries.wait(config.backend.timeout_s * 2)
+        await session.recall_parts.catch_up(config.backend.timeout_s)
+    except asyncio.CancelledError:
+        pass  # preempted by a turn: the fallback record stands
+    finally:
+        pid_file.unlink(missing_ok=True)
+        await close_within(session.close())
+    return 0
