@@ -29,10 +29,12 @@ or removed since the last report gets better:
   observation far off the current fit (a request that carried tool results
   or recall capsules) is ignored.
 
-Only the ratio is persisted (the capability cache has one column); the glue
-is relearned within a few turns. A restore is exact whatever the fit when
-the turns after the last compaction record carry usage: a reported reply
-costs its completion_tokens, which the durable log keeps.
+The ratio and both glues are persisted (the capability cache) and seed the
+next session. A reopened conversation feeds its next report as the change
+since the restored anchor's request (`continue_from`), as within one session.
+A restore is exact whatever the fit when the turns after the last compaction
+record carry usage: a reported reply costs its completion_tokens, which the
+durable log keeps.
 """
 
 from __future__ import annotations
@@ -266,6 +268,14 @@ class Calibrator:
                 tokens - before_tokens,
             )
         self._previous = (shape, tokens)
+
+    def continue_from(self, shape: PromptShape, prompt_tokens: int) -> None:
+        """The previous report is one an earlier process received (a reopened
+        conversation): the next is fed as the change since it. Without it, a
+        run of one turn per process (`newt -c -p`) would only ever see whole
+        prompts, whose size and message count grow together, and could not
+        tell the ratio from the glue."""
+        self._previous = (shape, prompt_tokens - shape.reported)
 
     def observe(self, n_pieces: float, prompt_side: int, replies: int, tokens: int) -> bool:
         """`tokens` backend tokens for that many pieces, prompt-side messages

@@ -130,9 +130,11 @@ class TurnRunner:
         s, p = self.s, self.p
         # The capsules (and images) rode in this request only, so they are not part
         # of the conversation's size: the anchor is the reported prompt without them.
+        # The block sits inside the user's message, so it costs its content only.
         tokens_in = None
         if p.prompt_tokens is not None:
-            tokens_in = max(0, p.prompt_tokens - s.tokens_for(p.evidence) - self.fit.image_tokens())
+            evidence = s.content_tokens(p.evidence) if p.evidence else 0
+            tokens_in = max(0, p.prompt_tokens - evidence - self.fit.image_tokens())
         # the reasoning never goes back to the model: the memory counts the answer only
         tokens_out = None
         if p.prompt_tokens is not None:

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from newt.agent import events as ev
-from newt.memory import COMPACTION_MARKER
+from newt.memory import COMPACTION_MARKER, TokenBudget
 from newt.recall import RecallRequest
-from newt.recall.presentation import evidence_block
 from tests.support.fake_openai import (
     ErrorReply,
     FakeOpenAI,
@@ -283,6 +282,8 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         fake_openai.script(Reply(text="Noted, the locker code is 7312."))
         await run_turn(session, "My gym locker code is 7312, keep it in mind.")
         await session.lifecycle.new_conversation()
+        assert isinstance(session.provider, TokenBudget)
+        estimate = session.provider.estimator.estimation  # as the turn will count
         fake_openai.script(Reply(text="It is 7312.", prompt_tokens=500))
         events = await run_turn(session, "What was my gym locker code?")
         evidence = [e for e in events if isinstance(e, ev.RetainedEvidence)]
@@ -294,10 +295,11 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         log = await session.edits.history()
         assert log[-1].user == "What was my gym locker code?"
         assert session.last_retention is evidence[0].report
-        # the capsules are not part of the conversation: the anchor leaves them out
-        # (estimated when the turn finished; the calibrated estimate moves as it learns)
-        left_out = 500 - (log[-1].tokens_in or 0)
-        assert len(evidence_block(evidence[0].report)) // 8 < left_out < 500
+        # the capsules are not part of the conversation: the anchor leaves them
+        # out, at what they add inside the user's message (no message glue)
+        block = sent.removesuffix("What was my gym locker code?")
+        assert estimate.tokens_for(block) > estimate.content_tokens(block) > 0
+        assert log[-1].tokens_in == 500 - estimate.content_tokens(block)
         assert session.memory_status().last_reported == log[-1].tokens_in
     finally:
         await close(store, session)
