@@ -48,10 +48,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -70,6 +72,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.unrelated_probes import PROBES  # noqa: E402
 from newt.agent.session.chat_session import ChatSession  # noqa: E402
 from newt.agent.session.model_facts import REPLY_RESERVE_MAX  # noqa: E402
+from newt.cli.detached_writers import VECTORS_FLAG  # noqa: E402
 from newt.config import Config  # noqa: E402
 from newt.store import Store  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI, Reply  # noqa: E402
@@ -389,11 +392,36 @@ async def ask_cli(
 
 def fresh_copy(snapshot: Path, work: Path) -> None:
     """`work` emptied, holding a copy of the played database (a question
-    must not see the last one's turn)."""
+    must not see the last one's turn, nor a detached writer it started)."""
+    stop_writers(work)
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
     shutil.copyfile(snapshot, work / "newt.db")
+
+
+def stop_writers(home: Path) -> None:
+    """Kill the detached newt writers (`--finish-summary`, `--catch-up-vectors`)
+    a question's `newt -c -p` left working on `home`, and wait until they end."""
+    mark = f"NEWT_HOME={home}".encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if not {b"--finish-summary", VECTORS_FLAG.encode()} & set(argv):
+                continue
+            if mark in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+        except OSError:
+            continue
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 # ------------------------------------------------------------- baselines
