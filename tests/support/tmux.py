@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from newt.ui.screens.chat import STOP_KEYS as STOP_HINT
 from tests.support.paths import REPO
 
 NEWT = Path(sys.executable).parent / "newt"
@@ -90,6 +91,19 @@ class Terminal:
                 raise AssertionError(f"newt exited before {text!r} appeared:\n{screen}")
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never appeared; screen:\n{self.screen()}")
+
+    def wait_reply(self, text: str, timeout: float = 20.0) -> str:
+        """The screen once the reply showing `text` has finished: the footer no
+        longer offers to stop it. The turn is still storing itself after its
+        last words, and a command sent meanwhile is refused ("waits until the
+        reply finishes"), so a key pressed on the words alone may be lost."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen and STOP_HINT not in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"the reply {text!r} never finished; screen:\n{self.screen()}")
 
     def wait_gone(self, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout

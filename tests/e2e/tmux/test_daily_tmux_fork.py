@@ -57,10 +57,10 @@ def test_regenerate_edit_attach_and_fork_in_a_terminal(tmp_path: Path) -> None:
         term.wait_for("Enter sends")
         term.type("What is a lake?")
         term.keys("Enter")
-        term.wait_for("large body of still water")
+        term.wait_reply("large body of still water")
         term.type("And a pond?")
         term.keys("Enter")
-        term.wait_for("Ponds are smaller than lakes.")
+        term.wait_reply("Ponds are smaller than lakes.")
 
         # regenerate: the new reply replaces the old one, which is never sent again
         term.keys("C-r")
@@ -74,7 +74,7 @@ def test_regenerate_edit_attach_and_fork_in_a_terminal(tmp_path: Path) -> None:
             frames.append(term.screen())
             time.sleep(0.01)
         assert all("large body of still water" in f for f in frames)
-        screen = term.wait_for("sunlight reaches its bottom")
+        screen = term.wait_reply("sunlight reaches its bottom")
         assert "Ponds are smaller than lakes." not in screen
         assert screen.count("And a pond?") == 1
         shot = term.screenshot("regenerate", "newt: ctrl+r regenerates the last reply")
@@ -86,7 +86,7 @@ def test_regenerate_edit_attach_and_fork_in_a_terminal(tmp_path: Path) -> None:
         term.wait_for("editing the last prompt")
         term.type(" One line, please.")
         term.keys("Enter")
-        screen = term.wait_for("ok: And a pond? One line, please.")
+        screen = term.wait_reply("ok: And a pond? One line, please.")
         assert "sunlight reaches its bottom" not in screen
 
         # an attachment, completed from the prompt bar
@@ -97,7 +97,7 @@ def test_regenerate_edit_attach_and_fork_in_a_terminal(tmp_path: Path) -> None:
         term.wait_for("Summarize @notes.txt")  # seen before typing on: see models test
         term.type("briefly.")
         term.keys("Enter")
-        screen = term.wait_for("Ada Quist owns it.")
+        screen = term.wait_reply("Ada Quist owns it.")
         assert "Summarize @notes.txt briefly." in screen
         sent = chat_bodies(url)[-1]["messages"][-1]["content"]
         assert '<attachment path="notes.txt">' in sent and "Owner: Ada Quist." in sent

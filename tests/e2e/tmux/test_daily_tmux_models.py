@@ -34,7 +34,7 @@ def test_model_picker_and_settings_in_a_terminal(tmp_path: Path) -> None:
         term.wait_for("Message newt")
         term.type("hello")
         term.keys("Enter")
-        term.wait_for("ok: hello")
+        term.wait_reply("ok: hello")
 
         # /model lists what the server serves, with each window; typing filters
         term.type("/model")
@@ -75,7 +75,7 @@ def test_model_picker_and_settings_in_a_terminal(tmp_path: Path) -> None:
         term.wait_for("Settings saved: own system prompt")
         term.type("where are we?")
         term.keys("Enter")
-        term.wait_for("ok: where are we?")
+        term.wait_reply("ok: where are we?")
         term.keys("C-q")
         term.wait_gone()
 

@@ -32,7 +32,7 @@ def copy_once(term: Terminal, tmp_path: Path, base_url: str) -> str:
     term.wait_for("Enter sends")
     term.type("Which gate?")
     term.keys("Enter")
-    term.wait_for(REPLY)
+    term.wait_reply(REPLY)
     time.sleep(0.5)
     term.type("/copy")
     term.keys("Enter")

@@ -62,7 +62,7 @@ def test_forget_and_delete_leave_no_byte_behind(tmp_path: Path) -> None:
         term.wait_for("Enter sends")
         term.type(f"My locker code is {LOCKER}, remember it.")
         term.keys("Enter")
-        term.wait_for(f"ok: My locker code is {LOCKER}")
+        term.wait_reply(f"ok: My locker code is {LOCKER}")
         assert in_files(home, LOCKER), "the string never reached the database: proves nothing"
 
         # the memory view: the message and the reply hold it; F forgets both
@@ -90,7 +90,7 @@ def test_forget_and_delete_leave_no_byte_behind(tmp_path: Path) -> None:
         term.wait_for("New conversation.")
         term.type(f"Plan the trip to {TRIP} please.")
         term.keys("Enter")
-        term.wait_for(f"ok: Plan the trip to {TRIP}")
+        term.wait_reply(f"ok: Plan the trip to {TRIP}")
         term.keys("C-o")
         term.wait_for("r renames · d deletes")
         term.wait_for("2 conversations")
@@ -110,7 +110,7 @@ def test_forget_and_delete_leave_no_byte_behind(tmp_path: Path) -> None:
 
         term.type("What was my locker code, and where was the trip?")
         term.keys("Enter")
-        term.wait_for("ok: What was my locker code")
+        term.wait_reply("ok: What was my locker code")
         sent = last_sent(url)
         assert LOCKER not in sent and TRIP not in sent
         term.keys("C-q")
