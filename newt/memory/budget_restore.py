@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from newt.memory.compaction import message_count, unsummarized_messages
 from newt.memory.estimator import TurnEstimator
-from newt.memory.types import ConversationTurn, MemMessage
+from newt.memory.types import ConversationTurn
 
 
 @dataclass
@@ -34,11 +34,6 @@ class RestorePlan:
     total_turns: int = 0
     compactions: int = 0
     unsummarized: list[WorkingTurn] = field(default_factory=list)
-    # The request the anchor was reported for, without its system message:
-    # calibration learns from the change between it and the next request, as
-    # it does between two requests of one process.
-    anchor_prompt: list[MemMessage] = field(default_factory=list)
-    anchor_replies: list[int | None] = field(default_factory=list)
 
 
 def plan_restore(turns: Sequence[ConversationTurn], est: TurnEstimator) -> RestorePlan:
@@ -69,14 +64,6 @@ def plan_restore(turns: Sequence[ConversationTurn], est: TurnEstimator) -> Resto
         plan.delta = est.reply(anchor_turn.assistant, anchor_turn.reply_tokens) + sum(
             est.turn(t.user, t.assistant, t.reply_tokens) for t in resident_after[reported + 1 :]
         )
-        earlier = plan.turns[: len(before) + reported]
-        plan.anchor_prompt = [MemMessage("user", plan.record)] if plan.record is not None else []
-        for t in earlier:
-            plan.anchor_prompt.append(MemMessage("user", t.user))
-            if t.assistant:
-                plan.anchor_prompt.append(MemMessage("assistant", t.assistant))
-        plan.anchor_prompt.append(MemMessage("user", anchor_turn.user))
-        plan.anchor_replies = [t.reply_tokens for t in earlier if t.assistant]
     elif last is not None and turns[last].used_after is not None:
         plan.anchor = turns[last].used_after
         plan.delta = sum(est.turn(t.user, t.assistant, t.reply_tokens) for t in resident_after)

@@ -30,11 +30,11 @@ or removed since the last report gets better:
   or recall capsules) is ignored.
 
 The ratio and both glues are persisted (the capability cache) and seed the
-next session. A reopened conversation feeds its next report as the change
-since the restored anchor's request (`continue_from`), as within one session.
-A restore is exact whatever the fit when the turns after the last compaction
-record carry usage: a reported reply costs its completion_tokens, which the
-durable log keeps.
+next session, as a point: what the fit has seen is not, so a process that
+sees one report (`newt -c -p`) learns from one whole prompt. A restore is
+exact whatever the fit when the turns after the last compaction record carry
+usage: a reported reply costs its completion_tokens, which the durable log
+keeps.
 """
 
 from __future__ import annotations
@@ -268,14 +268,6 @@ class Calibrator:
                 tokens - before_tokens,
             )
         self._previous = (shape, tokens)
-
-    def continue_from(self, shape: PromptShape, prompt_tokens: int) -> None:
-        """The previous report is one an earlier process received (a reopened
-        conversation): the next is fed as the change since it. Without it, a
-        run of one turn per process (`newt -c -p`) would only ever see whole
-        prompts, whose size and message count grow together, and could not
-        tell the ratio from the glue."""
-        self._previous = (shape, prompt_tokens - shape.reported)
 
     def observe(self, n_pieces: float, prompt_side: int, replies: int, tokens: int) -> bool:
         """`tokens` backend tokens for that many pieces, prompt-side messages

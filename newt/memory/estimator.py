@@ -99,15 +99,6 @@ class TurnEstimator:
         if self.calibrator is not None:
             self._last_prompt = PromptShape.of(messages, replies)
 
-    def continue_from(
-        self, messages: Sequence[MemMessage], replies: Sequence[int | None], prompt_tokens: int
-    ) -> None:
-        """A reopened conversation: `messages` is the request the restored
-        anchor (`prompt_tokens`) was reported for, so the next report is
-        learned from as a change, as within one process."""
-        if self.calibrator is not None:
-            self.calibrator.continue_from(PromptShape.of(messages, replies), prompt_tokens)
-
     def observe_report(self, prompt_tokens: int) -> None:
         if self.calibrator is not None and self._last_prompt is not None:
             self.calibrator.observe_prompt(self._last_prompt, prompt_tokens)

@@ -79,7 +79,6 @@ class TokenBudget(BudgetSettings, BaseProvider):
         self._owed_folds = 0  # fold steps since the last summary landed
         self._guard_folded = False  # this turn's pre-send guard folded (one step with its prune)
         self._focus: str | None = None
-        self._restored_anchor: tuple[list[MemMessage], list[int | None], int] | None = None
         self.estimator.new_conversation()
 
     @property
@@ -159,10 +158,6 @@ class TokenBudget(BudgetSettings, BaseProvider):
             if turn.assistant:
                 messages.append(MemMessage("assistant", turn.assistant))
         messages.append(MemMessage("user", new_task))
-        if self._restored_anchor is not None:  # the anchor's request, as it was sent
-            head, replies, reported = self._restored_anchor
-            self._restored_anchor = None
-            self.estimator.continue_from([messages[0], *head], replies, reported)
         # Remembered so calibration can pair it with the next usage report.
         self.estimator.remember_prompt(
             messages, [t.reply_tokens for t in self._turns if t.assistant]
@@ -385,8 +380,6 @@ class TokenBudget(BudgetSettings, BaseProvider):
         plan = plan_restore(turns, self.estimator)
         self._record, self._turns = plan.record, plan.turns
         self._anchor, self._delta = plan.anchor, plan.delta
-        if plan.anchor is not None and plan.anchor_prompt:
-            self._restored_anchor = (plan.anchor_prompt, plan.anchor_replies, plan.anchor)
         self._total_turns, self._compactions = plan.total_turns, plan.compactions
         self._unsummarized = plan.unsummarized
         self._owed_folds = owed_folds(self._record) if self._record and self._unsummarized else 0

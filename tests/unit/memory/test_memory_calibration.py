@@ -8,7 +8,6 @@ calibrator has something real to learn.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import random
@@ -225,28 +224,3 @@ async def test_calibrated_round_trip_with_reported_turns() -> None:
     assert restored.usage() == live.usage()
     assert restored.build_messages("S", "N") == live.build_messages("S", "N")
     assert math.isclose(restored.estimation.chars_per_token, live.estimation.chars_per_token)
-
-
-async def test_a_reopened_conversation_learns_from_its_next_report_as_the_open_one_would() -> None:
-    """`newt -c -p` is one turn per process: its one report is learned from as
-    the change since the restored anchor's request, as in one long session,
-    not as a whole prompt (whose size and message count grow together)."""
-    live = TokenBudget(20_000, 0.8).with_calibration()
-    log: list[ConversationTurn] = []
-    for i in range(8):  # no fold: the last report anchors the restore
-        user, reply = message(i), message(i + 1)
-        usage = Usage(backend_prompt(live.build_messages("S", user)), backend_tokens(reply))
-        log.append(ConversationTurn(user, reply, usage.input_tokens, usage.output_tokens))
-        await live.sync_turn(user, reply, TurnMetrics(usage))
-    assert live.compactions == 0 and live.estimator.calibrator is not None
-    reopened = TokenBudget(20_000, 0.8)
-    # the same fit the open conversation has, as a new process would seed it
-    reopened.estimator.calibrate(copy.deepcopy(live.estimator.calibrator))
-    reopened.restore_turns(log)
-    assert reopened.usage() == live.usage()
-    user, reply = message(8), message(9)
-    for p in (live, reopened):
-        usage = Usage(backend_prompt(p.build_messages("S", user)), backend_tokens(reply))
-        await p.sync_turn(user, reply, TurnMetrics(usage))
-    assert reopened.estimation == live.estimation
-    assert reopened.usage() == live.usage()
