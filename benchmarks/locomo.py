@@ -69,6 +69,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.memory_answers import summary_writers  # noqa: E402
 from benchmarks.unrelated_probes import PROBES  # noqa: E402
 from newt.agent.session.chat_session import ChatSession  # noqa: E402
 from newt.agent.session.model_facts import REPLY_RESERVE_MAX  # noqa: E402
@@ -403,19 +404,7 @@ def fresh_copy(snapshot: Path, work: Path) -> None:
 def stop_writers(home: Path) -> None:
     """Kill the detached newt writers (`--finish-summary`, `--catch-up-vectors`)
     a question's `newt -c -p` left working on `home`, and wait until they end."""
-    mark = f"NEWT_HOME={home}".encode()
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-            if not {b"--finish-summary", VECTORS_FLAG.encode()} & set(argv):
-                continue
-            if mark in (proc / "environ").read_bytes().split(b"\0"):
-                pids.append(int(proc.name))
-        except OSError:
-            continue
+    pids = summary_writers(home, ("--finish-summary", VECTORS_FLAG))
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)

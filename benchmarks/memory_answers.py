@@ -412,15 +412,17 @@ async def run_newt(home: Path, prompt: str, *, first: bool) -> tuple[dict[str, A
     return payload, wall
 
 
-def summary_writers(home: Path) -> list[int]:
-    """Live `newt --finish-summary` processes of this NEWT_HOME (cli/detached_writers)."""
+def summary_writers(home: Path, flags: tuple[str, ...] = ("--finish-summary",)) -> list[int]:
+    """Live detached newt writers of this NEWT_HOME (cli/detached_writers) run
+    with one of `flags`."""
     mark = f"NEWT_HOME={home}".encode()
+    wanted = {flag.encode() for flag in flags}
     pids = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
-            if b"--finish-summary" not in (proc / "cmdline").read_bytes():
+            if not wanted & set((proc / "cmdline").read_bytes().split(b"\0")):
                 continue
             if mark in (proc / "environ").read_bytes().split(b"\0"):
                 pids.append(int(proc.name))

@@ -133,7 +133,7 @@ class TurnRunner:
         # The block sits inside the user's message, so it costs its content only.
         tokens_in = None
         if p.prompt_tokens is not None:
-            evidence = s.content_tokens(p.evidence) if p.evidence else 0
+            evidence = s.content_tokens(p.evidence)
             tokens_in = max(0, p.prompt_tokens - evidence - self.fit.image_tokens())
         # the reasoning never goes back to the model: the memory counts the answer only
         tokens_out = None
