@@ -63,6 +63,9 @@ class BackendConfig:
     local_model: str = ""
     """The model that server runs: a catalogue name, a GGUF path, or empty for SmolLM2
     (the first run's choice, `newt --local NAME` and /model set it)."""
+    tools: str = "auto"
+    """Whether the model is offered tools (memory's and MCP servers'): "auto" decides per
+    model from what it does (a probe for models newt runs, then its turns); "on", "off"."""
 
 
 @dataclass
@@ -312,6 +315,8 @@ def _validate(cfg: Config, origin: str) -> None:
         raise ConfigError(f"{origin}: context.estimation.chars_per_token must be at least 1")
     if cfg.recall.retained_token_budget < 0 or cfg.recall.excerpt_tokens < 1:
         raise ConfigError(f"{origin}: recall budgets must be positive")
+    if cfg.backend.tools not in ("auto", "on", "off"):
+        raise ConfigError(f'{origin}: backend.tools must be "auto", "on" or "off"')
     if cfg.recall.embeddings not in ("auto", "server", "off"):
         raise ConfigError(f'{origin}: recall.embeddings must be "auto", "server" or "off"')
 

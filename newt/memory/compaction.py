@@ -35,6 +35,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 
 from newt.memory.types import COMPACTION_END, COMPACTION_MARKER, Estimator, MemMessage
+from newt.non_answers import is_answer
 from newt.resources import asset_text
 
 RECORD_EXPLANATION = (
@@ -310,6 +311,9 @@ async def write_summary(
     """The summarizer's text for `removed` on top of `previous`, capped at
     `record_cap`; None when it fails or returns nothing (the caller keeps the
     fallback line)."""
+    # a reply that was no answer (empty, a call as text, a placeholder) is not
+    # something said: it never becomes the summary's content
+    removed = [(u, a if is_answer(a) else "") for u, a in removed]
     extracted = ""
     try:
         extracted = await pre_compress(

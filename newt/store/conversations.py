@@ -201,13 +201,15 @@ class TurnRepo:
         tool_events: Sequence[dict[str, object]] = (),
         details: ReplyDetails | None = None,
         replaces: int | None = None,
+        recall_reply: bool = True,
     ) -> None:
         """Finish a pending turn and index it for recall in the same transaction.
 
         Only the user's words and the answer are indexed: the reasoning in
-        `details` is kept for the screen and exports, never recalled. With
-        `replaces`, that turn is marked replaced by this one in the same
-        transaction."""
+        `details` is kept for the screen and exports, never recalled, and a
+        reply that was no answer (`recall_reply` False: newt.non_answers) is
+        kept in the log but never indexed. With `replaces`, that turn is
+        marked replaced by this one in the same transaction."""
         now = self.db.clock()
         d = details or ReplyDetails()
         async with self.db.transaction() as conn:
@@ -242,7 +244,7 @@ class TurnRepo:
             )
             said: tuple[tuple[RecordRole, str, str], ...] = (
                 ("user", f"t{turn_id}", user),
-                ("assistant", f"r{turn_id}", assistant),
+                ("assistant", f"r{turn_id}", assistant if recall_reply else ""),
             )
             for role, key, text in said:
                 if text.strip():

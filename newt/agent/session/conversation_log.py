@@ -143,6 +143,7 @@ class ConversationLog:
         tool_events: list[dict[str, object]],
         thinking: str = "",
         stats: ReplyStats | None = None,
+        recall_reply: bool = True,
     ) -> None:
         await self.store.turns.complete(
             turn_id,
@@ -153,6 +154,7 @@ class ConversationLog:
             tool_events=tool_events,
             details=(stats or ReplyStats(None, None, None)).details(thinking),
             replaces=self.replacing,
+            recall_reply=recall_reply,
         )
         self.replacing = self.replacing_key = None
         self.tally.add(turn_id, stats)

@@ -50,8 +50,12 @@ class CapabilityTracker:
             cap = await caps.record_probe(self.repo, self.base_url, self.model, known)
         self.cached = cap
         self.budget = caps.resolve_budget(self.config.memory.context_tokens, cap)
-        self.supports_tools = cap.supports_tools if cap else None
+        self.supports_tools = self._tools_choice(cap.supports_tools if cap else None)
         self.live_ceiling = self._ceiling_from(cap)
+
+    def _tools_choice(self, learned: bool | None) -> bool | None:
+        """`[backend] tools` wins over what was learned ("auto" keeps it)."""
+        return {"on": True, "off": False}.get(self.config.backend.tools, learned)
 
     async def probe(self) -> None:
         """Ask the backend for its context window and record it in the cache
@@ -85,21 +89,33 @@ class CapabilityTracker:
         await caps.record_overflow(self.repo, self.base_url, self.model, overflow_at)
         self.live_ceiling = self._ceiling_from(await self.repo.get(self.base_url, self.model))
 
-    async def probe_tools(self, client: ChatClient) -> None:
+    async def probe_tools(self, client: ChatClient, system_prompt: str) -> None:
         """For the llama-server newt runs (its window known before any probe): ask the
-        model once whether it calls tools at all (agent/tools/probe.py), remembered
+        model once whether it uses tools well (agent/tools/probe.py), remembered
         under its name across runs; `supports_tools` then says. Other servers: no-op."""
         if self.supports_tools is not None or not self.config.server_context_tokens:
             return
         remembered = await self.repo.get(LOCAL_SERVERS, self.model)
         verdict = remembered.supports_tools if remembered is not None else None
         if verdict is None:
-            verdict = await probe_tool_calls(client)
+            verdict = await probe_tool_calls(client, system_prompt)
             if verdict is None:
                 return  # the request failed: tools are offered, and asked again next turn
             await caps.record_tools(self.repo, LOCAL_SERVERS, self.model, verdict)
         await caps.record_tools(self.repo, self.base_url, self.model, verdict)
         self.supports_tools = verdict
+
+    async def record_tool_trouble(self) -> bool:
+        """The model misused the tools it was offered: offer it none from now on,
+        remembered for it (also as newt's own llama-server runs it). False when
+        `[backend] tools = "on"` keeps them or they were off already."""
+        if self.config.backend.tools != "auto" or self.supports_tools is False:
+            return False
+        self.supports_tools = False
+        await caps.record_tools(self.repo, self.base_url, self.model, False)
+        if self.config.server_context_tokens:
+            await caps.record_tools(self.repo, LOCAL_SERVERS, self.model, False)
+        return True
 
     async def record_tools_unsupported(self) -> None:
         self.supports_tools = False

@@ -69,7 +69,9 @@ TOOL_SCHEMAS: list[dict[str, Any]] = [
     },
 ]
 
-MAX_TOOL_ROUNDS = 8
+MAX_TOOL_ROUNDS = 3
+"""Rounds of tool calls in one turn; the round after them is asked without tools.
+Memory is already in the request: a model that needs more is looping."""
 MAX_SHOWN_RESULT_CHARS = 400_000
 """Longest result a tool block shows (and the turn keeps); cut by cap_result too."""
 

@@ -3,7 +3,9 @@
 Small local models often answer a request that offers tools with the call
 itself as text: a fenced ```` ```json {"name": "recall_memory", "arguments":
 {...}} ``` ````, the same object bare, or wrapped in Qwen's ``<tool_call>`` (or
-``<tools>``) tags, which a server that does not parse that model's format
+``<tools>``) tags, or in doubled braces (``{{"name": ...}}``: a chat template
+that shows the call's shape inside a Jinja string prints its braces twice, and
+the model copies them), which a server that does not parse that model's format
 passes through as the reply. Such a reply is a call, not an answer: `parse` finds it (only a reply
 that starts with one or more such calls, each naming a tool that was offered
 with an object of arguments; text before a call makes it prose), and
@@ -93,6 +95,13 @@ def _block(text: str) -> tuple[str, int] | None:
         if text.startswith(open_tag):
             close = text.find(close_tag)
             return (text[len(open_tag) : close], close + len(close_tag)) if close >= 0 else None
+    if text.startswith("{{"):  # a call in doubled braces: the object inside, then "}"
+        try:
+            _, end = _DECODER.raw_decode(text, 1)
+        except ValueError:
+            return None
+        close = len(text) - len(text[end:].lstrip())
+        return (text[1:end], close + 1) if text[close : close + 1] == "}" else None
     if text.startswith(("{", "[")):
         try:
             _, end = _DECODER.raw_decode(text)
@@ -156,6 +165,8 @@ def could_still_be_a_call(text: str, tools: set[str]) -> bool:
 def _json_start(s: str) -> bool:
     """Whether `s` (starting with { or [) begins the way a call's JSON does."""
     after = s[1:].lstrip()
+    if s[0] == "{" and after.startswith("{"):  # doubled braces: the inner object decides
+        return _json_start(after) and after[1:].lstrip()[:1] != "}"
     return not after or after[0] in ('"}' if s[0] == "{" else "{]")
 
 

@@ -76,6 +76,10 @@ class TurnProgress:
     compact_reason: str = "budget"
     evidence: str = ""
     recallable: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)
+    tools_offered: bool = False  # some round of this turn offered tools
+    tool_trouble: str | None = None
+    """How this turn's model misused the tools it was offered (a loop, a tool
+    never offered, rounds used up), said in a few words; None when it did not."""
 
     def usage(self) -> ev.UsageReported | None:
         if self.prompt_tokens is None:

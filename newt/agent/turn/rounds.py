@@ -5,6 +5,10 @@ tool calls are run (at most MAX_TOOL_ROUNDS rounds), their results capped to
 a share of the window and sent back. A backend that refuses tools is asked
 again without them, once, and that is remembered. Raises BackendError.
 
+A model that misuses its tools is asked for its answer without them and the
+turn says how (`TurnProgress.tool_trouble`): a call it already made (a
+loop), a tool it was not offered, every round spent on calls.
+
 A reply that is a tool call written as text (agent/tools/text_calls.py) is
 held back while it streams, run as the call it is, and never shown or kept
 as the answer: its text is taken out of the reply again.
@@ -110,10 +114,16 @@ class ReplyRounds:
             p.prompt_estimate = sum(s.tokens_for(m.content) for m in messages)
         if s.attachments is not None:
             wire[-1]["content"] = s.attachments.user_content(messages[-1].content)
+        made: set[str] = set()  # the calls this turn made, to see a loop
         for round_no in range(MAX_TOOL_ROUNDS + 1):
-            use_tools = s.capabilities.supports_tools is not False and round_no < MAX_TOOL_ROUNDS
+            use_tools = (
+                s.capabilities.supports_tools is not False
+                and round_no < MAX_TOOL_ROUNDS
+                and p.tool_trouble is None
+            )
             result: ChatResult | None = None
             tools = s.tool_schemas if use_tools and s.tool_schemas else None
+            p.tools_offered = p.tools_offered or tools is not None
             while True:  # once, or again without tools for a backend that refuses them
                 try:
                     async with aclosing(self._stream(wire, tools)) as stream:
@@ -148,8 +158,11 @@ class ReplyRounds:
                 p.interrupted = True
                 yield ev.Notice("the reply stream was cut off; the partial reply is kept")
                 return
-            if not result.tool_calls:
+            if not result.tool_calls or tools is None:  # no tools offered: no call runs
                 return
+            p.tool_trouble = p.tool_trouble or _trouble(
+                result.tool_calls, made, s.tools, round_no + 1 == MAX_TOOL_ROUNDS
+            )
             wire.append(tool_call_message(result.tool_calls, result.text))
             for call in result.tool_calls:
                 yield ev.ToolCallStarted(call.id, call.name, call.arguments)
@@ -178,3 +191,20 @@ class ReplyRounds:
     def _result_cap(self) -> int:
         ceiling, _ = self.s.capabilities.ceiling_and_reserve()
         return max(64, int(ceiling * TOOL_RESULT_WINDOW_SHARE))
+
+
+def _trouble(
+    calls: list[Any], made: set[str], offered: dict[str, Any], last_round: bool
+) -> str | None:
+    """How this round's calls misuse the tools, if they do; records them in `made`."""
+    said = [f"{c.name} {json.dumps(c.arguments, sort_keys=True)}" for c in calls]
+    repeated = all(one in made for one in said)
+    made.update(said)
+    unknown = sorted({c.name for c in calls if c.name not in offered})
+    if unknown:
+        return f"called a tool it was not offered ({', '.join(unknown)})"
+    if repeated:
+        return f"repeated the same call ({calls[0].name})"
+    if last_round:
+        return f"spent {MAX_TOOL_ROUNDS} rounds on tool calls"
+    return None

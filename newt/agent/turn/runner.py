@@ -35,6 +35,7 @@ from newt.backend.errors import (
 )
 from newt.errors import NewtError, describe
 from newt.memory import MemMessage, TurnMetrics, Usage
+from newt.non_answers import is_answer, kind_of
 from newt.recall import RetentionReport
 from newt.recall.presentation import Packing
 
@@ -43,6 +44,11 @@ _T = TypeVar("_T")
 
 # Attempts to store a finished turn before the reply is saved to a file instead.
 FINISH_ATTEMPTS = 3
+# A turn that ends with no answer fails, saying which way (newt.non_answers).
+NO_ANSWER = {
+    "empty": "the model gave no answer (an empty reply); try again or rephrase",
+    "call": "the model wrote a tool call as text instead of an answer; try again or rephrase",
+}
 
 __all__ = ["ExtraTools", "TurnContext", "TurnRunner"]
 
@@ -102,7 +108,16 @@ class TurnRunner:
             yield ev.TurnError(message, False, type(exc).__name__)
             yield self.p.done(turn_id, "failed", s.tokens_for)
             return
+        for notice in await self._tool_verdict():
+            yield notice
         status = "interrupted" if self.p.interrupted else "complete"
+        missing = None if self.p.interrupted else NO_ANSWER.get(kind_of(self.p.reply) or "")
+        if missing is not None:  # nothing, or a call as text: said, never stored as a reply
+            with contextlib.suppress(Exception):
+                await s.log.fail(turn_id, missing)
+            yield ev.TurnError(missing, True, "NoAnswer")
+            yield self.p.done(turn_id, "failed", s.tokens_for)
+            return
         try:
             for compacted in await self._finish(turn_id, status):
                 yield compacted
@@ -125,6 +140,27 @@ class TurnRunner:
             yield usage
         yield self.p.done(turn_id, status, s.tokens_for)
 
+    async def _tool_verdict(self) -> list[ev.Notice]:
+        """A model that misused the tools it was offered (or answered them with a
+        call written as text, or nothing) is not offered them again: remembered
+        for the model, and said once."""
+        p = self.p
+        trouble = p.tool_trouble
+        if trouble is None and p.tools_offered and not p.interrupted:
+            kind = kind_of(p.reply)
+            if kind == "call":
+                trouble = "wrote a tool call as text instead of answering"
+            elif kind == "empty" and p.tool_events:
+                trouble = "called tools and then gave no answer"
+        if trouble is None or not await self.s.capabilities.record_tool_trouble():
+            return []
+        return [
+            ev.Notice(
+                f"the model {trouble}: newt stops offering it tools (memory still rides"
+                ' in every request; [backend] tools = "on" offers them anyway)'
+            )
+        ]
+
     async def _finish(self, turn_id: int, status: str) -> list[ev.Compacted]:
         """Persist the turn, then tell the provider, then persist any compaction record."""
         s, p = self.s, self.p
@@ -139,10 +175,14 @@ class TurnRunner:
         tokens_out = None
         if p.prompt_tokens is not None:
             tokens_out = answer_share(p.completion_tokens, p.reply, p.thinking)
+        # a reply that is no answer (a placeholder, cut at the limit) stays in the
+        # conversation but is never recalled as something said
+        recall_reply = is_answer(p.reply, stopped_for_length=p.finish_reason == "length")
         await _retrying(
             lambda: s.log.complete(
                 turn_id,
                 p.reply,
+                recall_reply=recall_reply,
                 interrupted=status == "interrupted",
                 tokens_in=tokens_in,
                 tokens_out=tokens_out,
@@ -197,7 +237,7 @@ class TurnRunner:
     async def _request(self) -> AsyncGenerator[ev.AgentEvent, None]:
         s, p = self.s, self.p
         if s.tool_schemas:  # newt's own llama-server: does this model call tools at all?
-            await s.capabilities.probe_tools(s.client)
+            await s.capabilities.probe_tools(s.client, s.system_prompt)
         if s.extra_tools is not None and s.capabilities.supports_tools is not False:
             # after TurnStarted: the user's words are stored before any server starts
             for message in await s.extra_tools.prepare():

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from newt.agent import events as ev
+from newt.agent.tools.builtin import MAX_TOOL_ROUNDS
 from newt.memory import COMPACTION_MARKER, TokenBudget
 from newt.recall import RecallRequest
 from tests.support.fake_openai import (
@@ -25,6 +26,10 @@ from tests.support.session_helpers import (
     reply_of,
     run_turn,
 )
+
+
+def notices(events: list[ev.AgentEvent]) -> list[ev.Notice]:
+    return [e for e in events if isinstance(e, ev.Notice)]
 
 
 async def test_one_turn_streams_persists_and_reports_usage(fake_openai: FakeOpenAI) -> None:
@@ -161,18 +166,44 @@ async def test_tool_calls_run_and_feed_back(fake_openai: FakeOpenAI) -> None:
         await close(store, session)
 
 
-async def test_tool_rounds_are_capped_at_eight(fake_openai: FakeOpenAI) -> None:
+async def test_tool_rounds_are_capped_and_the_answer_asked_without_tools(
+    fake_openai: FakeOpenAI,
+) -> None:
     store, session = await open_session(fake_openai)
     try:
-        looping = Reply(
-            text="", tool_calls=[{"name": "recall_memory", "arguments": {"query": "anything"}}]
-        )
-        fake_openai.script(*([looping] * 8), Reply(text="giving up on tools"))
-        events = await run_turn(session, "loop forever")
-        assert len([e for e in events if isinstance(e, ev.ToolCallStarted)]) == 8
-        assert len(fake_openai.chat_requests) == 9
+        calls = [
+            Reply(text="", tool_calls=[{"name": "recall_memory", "arguments": {"query": q}}])
+            for q in ("dog", "dog's name", "greyhound")
+        ]
+        fake_openai.script(*calls, Reply(text="giving up on tools"))
+        events = await run_turn(session, "what is my dog called?")
+        assert len([e for e in events if isinstance(e, ev.ToolCallStarted)]) == MAX_TOOL_ROUNDS
+        assert len(fake_openai.chat_requests) == MAX_TOOL_ROUNDS + 1
         assert "tools" not in fake_openai.chat_requests[-1].body
         assert done_of(events).status == "complete"
+        # every round spent on calls: the model is not offered tools again
+        assert any("stops offering it tools" in e.message for e in notices(events))
+        fake_openai.script(Reply(text="ok"))
+        await run_turn(session, "hello")
+        assert "tools" not in fake_openai.chat_requests[-1].body
+    finally:
+        await close(store, session)
+
+
+async def test_a_loop_is_cut_at_the_first_repeated_call(fake_openai: FakeOpenAI) -> None:
+    """The same call twice is a loop: its answer is asked without tools, and a
+    call the server still sends then is not run."""
+    store, session = await open_session(fake_openai)
+    try:
+        looping = Reply(text="", tool_calls=[{"name": "save_note", "arguments": {"action": "add"}}])
+        fake_openai.script(looping, looping, looping, Reply(text="never asked"))
+        events = await run_turn(session, "What is my greyhound called?")
+        assert len([e for e in events if isinstance(e, ev.ToolCallStarted)]) == 2
+        assert len(fake_openai.chat_requests) == 3
+        assert "tools" not in fake_openai.chat_requests[-1].body
+        # the last reply was a call and no text: the turn says so and fails
+        error = next(e for e in events if isinstance(e, ev.TurnError))
+        assert "no answer" in error.message and done_of(events).status == "failed"
     finally:
         await close(store, session)
 

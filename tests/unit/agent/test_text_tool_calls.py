@@ -147,3 +147,16 @@ async def test_json_that_names_no_tool_is_the_answer(fake_openai: FakeOpenAI) ->
         assert (await session.edits.history())[0].assistant == answer
     finally:
         await close(store, session)
+
+
+def test_a_call_in_doubled_braces_is_a_call_and_a_template_in_braces_is_not() -> None:
+    """A chat template that prints the call's shape inside a Jinja string doubles
+    its braces (Qwen2.5's, as llama-server renders it), and the model copies them."""
+    doubled = '{{"name": "recall_memory", "arguments": {"query": "4172"}}}'
+    found = parse(doubled, TOOLS)
+    assert found is not None and found.calls[0].arguments == {"query": "4172"}
+    gate = ToolTextGate(TOOLS)
+    assert "".join(gate.feed(ch) for ch in doubled) == ""
+    assert gate.finish()[0] is not None
+    handlebars = ToolTextGate(TOOLS)
+    assert handlebars.feed("{{ name }} is a") == "{{ name }} is a"  # prose at once

@@ -1,11 +1,14 @@
-"""A model newt runs itself is asked once whether it calls tools at all; one that does not
-is not offered them. The fake server stands in for llama-server:
+"""A model newt runs itself is asked once whether it uses tools well (it calls one when
+asked, and answers from the memory in front of it with newt's tools offered);
+one that does not is not offered them. The fake server stands in for llama-server:
 `server_context_tokens` set is what marks a server newt runs."""
 
 from __future__ import annotations
 
+import pytest
+
 from newt.agent.session.chat_session import ChatSession
-from newt.agent.tools.probe import PROBE_TOOL
+from newt.agent.tools.probe import MEMORY_FACT, MEMORY_QUESTION, PROBE_TOOL
 from newt.store import Store
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, Reply
 from tests.support.session_helpers import make_config, run_turn
@@ -54,16 +57,46 @@ async def test_a_model_that_calls_no_tool_is_not_offered_them_and_is_asked_once(
         await store.close()
 
 
-async def test_a_model_that_writes_the_call_as_text_gets_the_tools(
+async def test_a_model_that_writes_the_call_as_text_and_answers_from_memory_gets_the_tools(
     fake_openai: FakeOpenAI,
 ) -> None:
     store, session = await open_local(fake_openai)
     try:
         call = '```json\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n```'
-        fake_openai.script(Reply(text=call), Reply(text="Hello!"))
+        fake_openai.script(Reply(text=call), Reply(text="Your cat is Miso."), Reply(text="Hello!"))
         await run_turn(session, "hi")
-        probe, turn = fake_openai.chat_requests
-        assert probes([probe]) and "recall_memory" in str(turn.body["tools"])
+        probe, memory, turn = fake_openai.chat_requests
+        assert probes([probe])
+        # the second probe: newt's own tools, the fact recalled into the request
+        asked = memory.body["messages"][-1]["content"]
+        assert MEMORY_FACT in asked and asked.endswith(MEMORY_QUESTION)
+        assert "recall_memory" in str(memory.body["tools"])
+        assert "recall_memory" in str(turn.body["tools"])
+    finally:
+        await session.close()
+        await store.close()
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        # talks about recalling instead of answering
+        ["To answer this question, I would recall the information from earlier conversations."],
+        # a call as text in doubled braces, then the same call again: a loop
+        ['{{"name": "recall_memory", "arguments": {"query": "cat"}}}'] * 2,
+    ],
+)
+async def test_a_model_that_calls_tools_but_cannot_answer_from_memory_gets_none(
+    fake_openai: FakeOpenAI, answers: list[str]
+) -> None:
+    store, session = await open_local(fake_openai)
+    try:
+        call = Reply(text="", tool_calls=[{"name": PROBE_TOOL, "arguments": {"city": "Oslo"}}])
+        fake_openai.script(call, *[Reply(text=a) for a in answers], Reply(text="Hello!"))
+        await run_turn(session, "hi")
+        turn = fake_openai.chat_requests[-1]
+        assert len(fake_openai.chat_requests) == 2 + len(answers)
+        assert "tools" not in turn.body
     finally:
         await session.close()
         await store.close()
