@@ -110,4 +110,4 @@ def _call_shaped(obj: object) -> bool:
 def _looks_like_a_cut_call(body: str) -> bool:
     """JSON that does not close (cut at the length limit) but opens as a call does."""
     head = re.match(r'\{\s*"(\w+)"\s*:\s*"[^"]*"\s*,\s*"(\w+)"\s*:', body)
-    return bool(head) and head[1] in _NAME_KEYS and head[2] in _ARGUMENT_KEYS
+    return head is not None and head[1] in _NAME_KEYS and head[2] in _ARGUMENT_KEYS
