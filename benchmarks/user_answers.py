@@ -116,8 +116,9 @@ async def plant(home: Path, data: dict[str, Any], window: int) -> list[dict[str,
             folds = len(payload.get("compactions") or [])
             turns.append({"status": status, "seconds": seconds, "folds": folds,
                           "reply": payload.get("reply", ""), "error": err[-300:]})  # fmt: skip
-            print(f"  planted ({seconds:.0f} s, exit {status}, {folds} folds): {text[:50]!r}"
-                  f" -> {payload.get('reply', '')[:60]!r}", file=sys.stderr, flush=True)  # fmt: skip
+            said = f"{text[:50]!r} -> {payload.get('reply', '')[:60]!r}"
+            print(f"  planted ({seconds:.0f} s, exit {status}, {folds} folds): {said}",
+                  file=sys.stderr, flush=True)  # fmt: skip
     return turns
 
 
@@ -138,7 +139,7 @@ async def ask(home: Path, work: Path, question: dict[str, Any]) -> dict[str, Any
         "question": question["text"],
         "reply": reply,
         "right": status == 0 and score(reply, question["gold"]),
-        "failure": kind_of(reply) or ("exit %d" % status if status else None),
+        "failure": kind_of(reply) or (f"exit {status}" if status else None),
         "fact_in_request": score(carried, question["gold"]),
         "seconds": time.perf_counter() - started,
         "stderr": err[-300:],
@@ -183,8 +184,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     for question in data["question"]:
         row = await ask(home, tmp / "asked", question)
         rows.append(row)
-        print(f"  {'RIGHT' if row['right'] else 'wrong'} ({row['seconds']:.0f} s)"
-              f" {question['text']!r} -> {row['reply'][:90]!r}", file=sys.stderr, flush=True)  # fmt: skip
+        said = f"{question['text']!r} -> {row['reply'][:90]!r}"
+        print(f"  {'RIGHT' if row['right'] else 'wrong'} ({row['seconds']:.0f} s) {said}",
+              file=sys.stderr, flush=True)  # fmt: skip
     result: dict[str, Any] = {"window": window, "planted": planted, "questions": rows}
     if args.ceiling:
         result["ceiling"] = await ceiling(model, data)

@@ -237,7 +237,8 @@ class RecallEngine:
         found = await self._records.get(key.strip())
         if found is not None:
             return found
-        words = " ".join(key.strip().rstrip(CUT_MARK).split())
+        # a line's words, as quoted in the block: without its quotes and cut mark
+        words = " ".join(key.strip().strip('"\u201c\u201d').rstrip(CUT_MARK).split())
         terms = query_terms(words)
         if not terms:
             return None

@@ -322,7 +322,8 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         assert "7312" in evidence[0].report.capsules[0].excerpt
         sent = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
         assert "7312" in sent and sent.endswith("What was my gym locker code?")
-        assert "Today:\n- user: My gym locker code is 7312, keep it in mind." in sent
+        assert 'Said today:\n- I said: "My gym locker code is 7312, keep it in mind."' in sent
+        assert sent.endswith("\n\nMy message: What was my gym locker code?")
         log = await session.edits.history()
         assert log[-1].user == "What was my gym locker code?"
         assert session.last_retention is evidence[0].report
