@@ -1,6 +1,6 @@
 """LoCoMo answered by a model that reads: does newt's memory turn into answers?
 
-    python benchmarks/locomo_answers.py [--per-category 3] [--seed 7] [--window 2048]
+    python benchmarks/locomo_answers.py [--per-category 10] [--seed 7] [--window 2048]
         [--played DIR] [--json-out FILE]
 
 A fixed, seeded sample of development questions (`--per-category` of each of
@@ -12,7 +12,9 @@ qwen2.5-coder-1.5b, from ~/.cache/newt-llama; scripts/get_llama_server.sh
 puts it there) on the real llama-server at temperature 0, three ways:
 
   newt       the question sent through ChatSession on a copy of the played
-             database: the recent turns and the evidence block newt packs
+             database: the recent turns and the evidence block newt packs,
+             tools offered as newt decides for the model (its probe, asked
+             once here: each question's copy of the database would ask again)
   bm25       FTS5 bm25 over the exchanges in the evidence budget newt had,
              then the question (no recent turns)
   no memory  the newest exchanges that fit the window, then the question
@@ -20,7 +22,7 @@ puts it there) on the real llama-server at temperature 0, three ways:
 Scored as LoCoMo scores answers: F1 of the normalised tokens of the reply
 against the gold answer (lower case, no punctuation, no articles), and
 whether the reply holds the normalised gold answer. Seconds per question
-are the model's (all three lines). No target: the point is to see whether
+are the model's, per line. No target: the point is to see whether
 the evidence in the request turns into answers. docs/benchmarks.md keeps the
 current table.
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import random
 import re
@@ -62,6 +65,10 @@ from benchmarks.locomo import (  # noqa: E402
 from newt.agent import events as ev  # noqa: E402
 from newt.agent.local.managed_server import PROMPT_BATCH_TOKENS  # noqa: E402
 from newt.agent.session.chat_session import ChatSession  # noqa: E402
+from newt.agent.session.settings import effective_system_prompt  # noqa: E402
+from newt.agent.tools.probe import probe_tool_calls  # noqa: E402
+from newt.backend.client import ChatClient  # noqa: E402
+from newt.chat_settings import ChatSettings  # noqa: E402
 from newt.local.server import LocalLlamaServer  # noqa: E402
 from newt.store import Store  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402
@@ -108,7 +115,13 @@ def sample(
 
 
 async def ask_newt(
-    dialogue: Dialogue, home: Path, work: Path, window: int, url: str, question: Question
+    dialogue: Dialogue,
+    home: Path,
+    work: Path,
+    window: int,
+    url: str,
+    question: Question,
+    tools: bool,
 ) -> tuple[str, int]:
     """newt's reply to `question` on a copy of the played conversation, and its evidence budget."""
     fresh_copy(home / "newt.db", work)
@@ -116,6 +129,7 @@ async def ask_newt(
     config.server_context_tokens = window
     config.server_reply_cap = REPLY_TOKENS
     config.backend.timeout_s = 900
+    config.backend.tools = "on" if tools else "off"
     async with await Store.open(work / "newt.db") as store:
         store.db.clock = lambda: dialogue.asked_at
         session = await ChatSession.open(config, store, probe=False)
@@ -168,18 +182,24 @@ async def run(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     server.start()
     rows: list[dict[str, Any]] = []
     try:
+        probe = ChatClient(server.base_url, "qwen", timeout_s=900)
+        tools = bool(await probe_tool_calls(probe, effective_system_prompt(ChatSettings())))
+        print(f"  tools offered: {tools}", file=sys.stderr, flush=True)
         async with httpx.AsyncClient() as client:
             for n, (dialogue, question) in enumerate(picked, 1):
                 home = played / f"{dialogue.name}-{args.window}"
-                started = time.perf_counter()
+                clock = [time.perf_counter()]
                 reply, budget = await ask_newt(
-                    dialogue, home, tmp / "q", args.window, server.base_url, question
+                    dialogue, home, tmp / "q", args.window, server.base_url, question, tools
                 )
+                clock.append(time.perf_counter())
                 found = Bm25(dialogue).search(question.text, budget)
                 bm25 = await ask_plain(client, server.base_url, found, question.text)
+                clock.append(time.perf_counter())
                 recent = list(reversed(no_memory(dialogue, args.window - 200, question)))
                 plain = await ask_plain(client, server.base_url, recent, question.text)
-                seconds = time.perf_counter() - started
+                clock.append(time.perf_counter())
+                seconds = clock[-1] - clock[0]
                 replies = {"newt": reply, "bm25": bm25, "no memory": plain}
                 rows.append(
                     {
@@ -191,6 +211,13 @@ async def run(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
                         "f1": {k: f1(v, question.answer) for k, v in replies.items()},
                         "holds": {k: holds_gold(v, question.answer) for k, v in replies.items()},
                         "seconds": seconds,
+                        "line_seconds": dict(
+                            zip(
+                                replies,
+                                (b - a for a, b in itertools.pairwise(clock)),
+                                strict=True,
+                            )
+                        ),
                     }
                 )
                 print(f"  {n}/{len(picked)} {dialogue.name} [{question.category}] in"
@@ -220,15 +247,19 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
             held = sum(r["holds"][line] for r in mine)
             cells.append(f"{score:.2f} / {held} of {len(mine)}")
         lines.append(f"| {line} | " + " | ".join(cells) + " |")
-    secs = statistics.mean(r["seconds"] for r in rows) if rows else 0.0
-    lines += ["", f"{len(rows)} questions, {secs:.0f} s a question (all three lines)"]
+    secs = {
+        line: statistics.mean(r["line_seconds"][line] for r in rows) if rows else 0.0
+        for line in ("newt", "bm25", "no memory")
+    }
+    each = ", ".join(f"{line} {v:.0f} s" for line, v in secs.items())
+    lines += ["", f"{len(rows)} questions; seconds a question: {each}"]
     return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
-    parser.add_argument("--per-category", type=int, default=3)
+    parser.add_argument("--per-category", type=int, default=10)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--window", type=int, default=2048)
     parser.add_argument("--played", default="")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from newt.backend.errors import LocalServerError
 from newt.config import Config
+from newt.local.chat_template import template_args
 from newt.local.models.catalogue import catalogue, find, gigabytes
 from newt.local.models.cli import window_for
 from newt.local.models.discover import discover
@@ -27,6 +28,7 @@ from newt.local.models.download import cached_path
 from newt.local.server import (
     DEFAULT_CTX,
     LocalLlamaServer,
+    cache_dir,
     default_model_path,
     reply_token_cap,
 )
@@ -84,12 +86,14 @@ def managed_server(
 ) -> LocalLlamaServer:
     """A managed llama-server for `path`, not yet started: SmolLM2 (None, or its file)
     with its small window, any other model with `window_for` it; replies capped at
-    the reserve newt keeps free for them."""
+    the reserve newt keeps free for them; the model's chat template corrected where
+    it shows the model something to copy wrongly (newt.local.chat_template)."""
     ctx = DEFAULT_CTX if path is None or _same(path, default_model_path()) else window_for(path)
     cap = reply_token_cap(ctx)
     batch = str(PROMPT_BATCH_TOKENS)
-    return LocalLlamaServer(path, ctx=ctx, binary=binary, port=port,
-                            extra_args=["-n", str(cap), "-b", batch, "-ub", batch])  # fmt: skip
+    template = template_args(path or default_model_path(), cache_dir())
+    args = ["-n", str(cap), "-b", batch, "-ub", batch, *template]
+    return LocalLlamaServer(path, ctx=ctx, binary=binary, port=port, extra_args=args)
 
 
 def _serve(config: Config, server: LocalLlamaServer, model: str | None = None) -> None:

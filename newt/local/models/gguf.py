@@ -22,6 +22,7 @@ SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?
 STRING, ARRAY = 8, 9
 MAX_KEYS = 256  # a header with more before the tokenizer is not one we know
 MAX_STRING = 1 << 20
+CHAT_TEMPLATE = "tokenizer.chat_template"
 # Architectures that only embed (llama.cpp's names), and vision projectors.
 EMBEDDING_ARCHITECTURES = frozenset({
     "bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "jina-bert-v3", "modern-bert",
@@ -66,17 +67,18 @@ class GGUFInfo:
         )
 
 
-def read_info(path: Path) -> GGUFInfo:
+def read_info(path: Path, *, chat_template: bool = False) -> GGUFInfo:
     """The version and first key-value pairs of the GGUF at `path`; ValueError if it
-    is not one or cannot be read."""
+    is not one or cannot be read. With `chat_template`, the reading goes on past
+    the tokenizer's arrays (skipped) for `tokenizer.chat_template` too."""
     try:
         with open(path, "rb") as f:
-            return _read(f)
+            return _read(f, chat_template)
     except (OSError, struct.error, UnicodeDecodeError) as exc:
         raise _NotGGUF(f"{path}: {exc}") from exc
 
 
-def _read(f: BinaryIO) -> GGUFInfo:
+def _read(f: BinaryIO, chat_template: bool = False) -> GGUFInfo:
     if f.read(4) != MAGIC:
         raise _NotGGUF("no GGUF magic")
     (version,) = struct.unpack("<I", _exact(f, 4))
@@ -84,11 +86,14 @@ def _read(f: BinaryIO) -> GGUFInfo:
         raise _NotGGUF(f"GGUF version {version} is not supported")
     _tensors, n_kv = struct.unpack("<QQ", _exact(f, 16))
     info = GGUFInfo(version)
-    for _ in range(min(n_kv, MAX_KEYS)):
+    for _ in range(n_kv if chat_template else min(n_kv, MAX_KEYS)):
         key = _string(f)
-        if key.startswith("tokenizer."):
+        if key.startswith("tokenizer.") and not chat_template:
             break
         (kind,) = struct.unpack("<I", _exact(f, 4))
+        if key == CHAT_TEMPLATE and kind == STRING:
+            info.metadata[key] = _exact(f, struct.unpack("<Q", _exact(f, 8))[0]).decode("utf-8")
+            break
         info.metadata[key] = _value(f, kind)
     return info
 
