@@ -1,7 +1,7 @@
 """LoCoMo answered by a model that reads: does newt's memory turn into answers?
 
     python benchmarks/locomo_answers.py [--per-category 10] [--seed 7] [--window 2048]
-        [--played DIR] [--json-out FILE]
+        [--played DIR] [--model GGUF] [--json-out FILE]
 
 A fixed, seeded sample of development questions (`--per-category` of each of
 the four categories, drawn with `--seed` from all five conversations), each
@@ -69,7 +69,8 @@ from newt.agent.session.settings import effective_system_prompt  # noqa: E402
 from newt.agent.tools.probe import probe_tool_calls  # noqa: E402
 from newt.backend.client import ChatClient  # noqa: E402
 from newt.chat_settings import ChatSettings  # noqa: E402
-from newt.local.server import LocalLlamaServer  # noqa: E402
+from newt.local.chat_template import template_args  # noqa: E402
+from newt.local.server import LocalLlamaServer, cache_dir  # noqa: E402
 from newt.store import Store  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402
 from tests.support.llama_server import obtain_chat_model, obtain_llama_server  # noqa: E402
@@ -175,9 +176,11 @@ async def run(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
                 (home / "played").write_text("ok")
     binary, _ = obtain_llama_server()
     batch = str(PROMPT_BATCH_TOKENS)
+    model = Path(args.model) if args.model else obtain_chat_model()
     server = LocalLlamaServer(
-        obtain_chat_model(), binary=binary, ctx=args.window,
-        extra_args=["-n", str(REPLY_TOKENS), "-b", batch, "-ub", batch, "--temp", "0"],
+        model, binary=binary, ctx=args.window,
+        extra_args=["-n", str(REPLY_TOKENS), "-b", batch, "-ub", batch, "--temp", "0",
+                    *template_args(model, cache_dir())],  # the template as newt runs it
     )  # fmt: skip
     server.start()
     rows: list[dict[str, Any]] = []
@@ -263,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--window", type=int, default=2048)
     parser.add_argument("--played", default="")
+    parser.add_argument("--model", default="", help="a chat GGUF (default: Qwen2.5-Coder-1.5B)")
     parser.add_argument("--json-out", default="")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="newt-answers-") as tmp:
