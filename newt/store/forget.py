@@ -24,10 +24,11 @@ index, everything), `scrub.py` (the bytes), `forgotten.py` (keys and reports).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 
 from newt.store import forget_conversations, forget_records, forget_text
 from newt.store.db import Database
+from newt.store.forget_events import scrub_tool_events
 from newt.store.forgotten import (
     FORGOTTEN,
     FORGOTTEN_TITLE,
@@ -89,6 +90,11 @@ class MemoryEraser:
     async def forget_everything(self) -> Forgotten:
         """Every conversation, note, record and vector."""
         return await forget_conversations.forget_everything(self.db)
+
+    async def scrub_tool_events(self, texts: Sequence[str], phrase: str = "") -> int:
+        """Every tool-event string quoting these texts or holding `phrase` is
+        forgotten too (forget_events); the caller scrubs after."""
+        return await scrub_tool_events(self.db, texts, phrase)
 
     async def scrub(self) -> bool:
         """Merge the index and truncate the WAL; False when another process holds it."""

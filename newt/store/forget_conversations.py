@@ -6,9 +6,12 @@ they share: those are handed to the fork's oldest copy first.
 
 from __future__ import annotations
 
+import json
+
 import aiosqlite
 
 from newt.store.db import Database, fetch_all
+from newt.store.forget_events import scrub_tool_events
 from newt.store.forgotten import Forgotten
 from newt.store.scrub import scrub
 
@@ -18,6 +21,9 @@ async def delete_conversation(db: Database, conv_id: str) -> Forgotten:
     compaction records and the notes made in it; a fork of it keeps its
     own copies and the recall records they share."""
     done = Forgotten()
+    said = {int(r[0]): str(r[1]) for r in await fetch_all(
+        db.conn, "SELECT id, content FROM memory_records WHERE conversation_id = ?", (conv_id,)
+    )}  # fmt: skip
     async with db.transaction() as conn:
         await _hand_to_forks(conn, conv_id)
         counted = await fetch_all(
@@ -38,6 +44,15 @@ async def delete_conversation(db: Database, conv_id: str) -> Forgotten:
         raise KeyError(conv_id)
     done.records, done.notes, done.messages = int(records), int(notes), int(turns)
     done.conversations = 1
+    # what other conversations' tool calls quoted of it goes too (a fork's
+    # records, handed over above, stay: the fork still says them)
+    kept = await fetch_all(
+        db.conn,
+        "SELECT id FROM memory_records WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(said)),),
+    )
+    gone = set(said) - {int(r[0]) for r in kept}
+    await scrub_tool_events(db, [said[i] for i in gone])
     done.scrubbed = await scrub(db)
     return done
 

@@ -169,6 +169,8 @@ class MemoryAdmin:
         keys = [k.strip() for k in keys if k.strip()]
         summaries = [k for k in keys if k.startswith("c")]
         done = await self.eraser.forget_keys(k for k in keys if not k.startswith("c"))
+        if await self.eraser.scrub_tool_events(done.old_texts, query or ""):
+            done.scrubbed = done.scrubbed and await self.eraser.scrub()
         report = _report(done)
         for note in done.old_notes:  # a forgotten note goes as a removed one does
             done.add(await self.correct(note, None))
@@ -201,6 +203,9 @@ class MemoryAdmin:
                 trimmed.add(await self.eraser.cut_record(key, c.kept, c.parts))
                 report.cut += 1
         if report.cut:
+            cut_parts = [p for _, c in cuts if c is not None for p in c.parts]
+            await self.eraser.scrub_tool_events(cut_parts, query)
+            trimmed.scrubbed = trimmed.scrubbed and await self.eraser.scrub()
             await self._unquote(trimmed, report)  # summaries quoting the parts that went
             report.scrubbed = report.scrubbed and trimmed.scrubbed
             done.add(trimmed)
