@@ -13,7 +13,8 @@ from typing import Any
 from newt.agent.tools.builtin import ToolHandler
 from newt.memory.notes import NoteBook, NoteStore
 from newt.recall import RecallEngine, RecallRequest
-from newt.recall.presentation import Packing
+from newt.recall.presentation import MESSAGE_MARK, Packing
+from newt.store.forget import FORGOTTEN
 
 # Capsules returned by recall_memory when recall in requests is switched off.
 TOOL_RECALL_BUDGET = 1024
@@ -34,6 +35,8 @@ def tool_handlers(ctx: ToolContext) -> dict[str, ToolHandler]:
         action = str(args.get("action", "add"))
         content = str(args.get("content") or "")
         old = str(args.get("old_text") or "")
+        if FORGOTTEN in content:  # the mark of what the user forgot is nothing to keep
+            raise ValueError("that text holds a part the user forgot; a note keeps only what is")
         if action == "add":
             added = await ctx.notebook.add(ctx.notes, content)
             return "saved" if added else "already saved"
@@ -56,7 +59,8 @@ def tool_handlers(ctx: ToolContext) -> dict[str, ToolHandler]:
                 packing=Packing(fetchable=True),
             )
         )
-        return response.block.strip() or "nothing in memory matches"
+        block = response.block.removesuffix(MESSAGE_MARK)  # no message follows it here
+        return block.strip() or "nothing in memory matches"
 
     async def fetch_record(args: dict[str, Any]) -> str:
         key = str(args.get("key", "")).strip()

@@ -542,3 +542,24 @@ async def test_overflow_in_a_later_tool_round_retries_afresh(fake_openai: FakeOp
         assert turn.assistant == "final answer"
     finally:
         await close(store, session)
+
+
+async def test_recall_memory_returns_the_quotes_and_no_message_mark(
+    fake_openai: FakeOpenAI,
+) -> None:
+    store, session = await open_session(fake_openai)
+    try:
+        fake_openai.script(Reply(text="Lovely."))
+        await run_turn(session, "Our greyhound is called Biscuit.")
+        call = {"name": "recall_memory", "arguments": {"query": "greyhound"}}
+        note = {"name": "save_note", "arguments": {"action": "add", "content": "[forgotten] x"}}
+        fake_openai.script(Reply(text="", tool_calls=[call, note]), Reply(text="Biscuit."))
+        await run_turn(session, "What is the greyhound called?")
+        events = (await session.edits.history())[-1].tool_events
+        recalled, saved = events
+        assert '- I said: "Our greyhound is called Biscuit."' in recalled["result"]
+        assert "My message" not in recalled["result"]
+        # a forgotten span is nothing to keep: the model's note of it is refused
+        assert saved["error"] and await store.notes.list() == []
+    finally:
+        await close(store, session)
