@@ -113,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("id", metavar="ID", help="conversation id (unique prefix)")
     export.add_argument("--format", choices=("md", "json"), default="md")
     add_memory_parsers(sub)  # rename, delete, memory (newt/cli/memory.py)
+    # listed for --help; `newt import` is parsed by its own parser (newt/cli/import_command.py)
+    sub.add_parser(
+        "import", help="bring in conversations from ChatGPT, Claude, Elia, oterm, llm or JSON"
+    )
     return parser
 
 

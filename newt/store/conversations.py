@@ -65,6 +65,7 @@ def _conversation(row: aiosqlite.Row) -> Conversation:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         turn_count=row["turn_count"],
+        message_count=row["message_count"],
         parent_id=row["parent_id"],
         parent_title=row["parent_title"],
         incognito=bool(row["incognito"]),
@@ -75,6 +76,9 @@ _CONVERSATION_SELECT = """
     SELECT c.*, (SELECT COUNT(*) FROM turns t
                  WHERE t.conversation_id = c.id AND t.kind = 'turn'
                  AND t.replaced_by IS NULL) AS turn_count,
+           (SELECT COUNT(*) + COALESCE(SUM(t.assistant IS NOT NULL AND t.assistant != ''), 0)
+            FROM turns t WHERE t.conversation_id = c.id AND t.kind = 'turn'
+                 AND t.replaced_by IS NULL) AS message_count,
            (SELECT p.title FROM conversations p WHERE p.id = c.parent_id) AS parent_title
     FROM conversations c
 """

@@ -20,6 +20,9 @@ class Conversation:
     created_at: float
     updated_at: float
     turn_count: int = 0
+    """The user's messages (each with its reply, if any)."""
+    message_count: int = 0
+    """Messages either side said: the user's and the replies."""
     parent_id: str | None = None
     """The conversation this one was forked from (None: not a fork)."""
     parent_title: str | None = None

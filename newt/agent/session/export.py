@@ -18,12 +18,13 @@ def _when(ts: float) -> str:
 
 
 def format_listing(conversations: Sequence[Conversation]) -> str:
-    """`newt list`: id, title, last update, turn count; aligned columns."""
+    """`newt list`: id, title, last update, messages (the user's and the replies);
+    aligned columns."""
     rows = [
         (
             c.id[:12],
             _when(c.updated_at),
-            str(c.turn_count),
+            str(c.message_count),
             strip_terminal_escapes(c.title) or "(untitled)",
         )
         for c in conversations

@@ -19,7 +19,8 @@ def test_version_and_help(tmp_path: Path) -> None:
     assert result.returncode == 0 and result.stdout.strip() == f"newt {__version__}"
     result = run_newt("--help", home=tmp_path)
     assert result.returncode == 0
-    for flag in ("--continue", "--resume", "--print", "--json", "--local", "list", "export"):
+    commands = ("list", "export", "rename", "delete", "memory", "import")
+    for flag in ("--continue", "--resume", "--print", "--json", "--local", *commands):
         assert flag in result.stdout
 
 
@@ -37,10 +38,11 @@ def test_list_shows_saved_conversations(tmp_path: Path) -> None:
         "INSERT INTO conversations(id, title, created_at, updated_at)"
         " VALUES ('abc123def456789', 'Planning the \x1b[31mtrip', 1, 1700000000)"
     )
-    for i in range(3):
+    for i in range(3):  # three messages, two answered: five messages
         con.execute(
-            "INSERT INTO turns(conversation_id, user, created_at) VALUES ('abc123def456789', ?, 1)",
-            (f"q{i}",),
+            "INSERT INTO turns(conversation_id, user, assistant, created_at)"
+            " VALUES ('abc123def456789', ?, ?, 1)",
+            (f"q{i}", f"a{i}" if i else ""),
         )
     con.commit()
     con.close()
@@ -49,7 +51,7 @@ def test_list_shows_saved_conversations(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["ID", "UPDATED", "MESSAGES", "TITLE"]
     assert lines[1].startswith("abc123def456")
-    assert " 3  Planning the trip" in lines[1]
+    assert " 5  Planning the trip" in lines[1]
     assert "\x1b" not in result.stdout
 
 
