@@ -88,3 +88,25 @@ async def test_escape_while_the_prompt_is_read_stops_and_frees_the_server(
         assert fake_openai.wait_for_disconnect(1, timeout=3.0)
         assert time.monotonic() - stopped_at < 3.0  # well before the 10 s read ends
         assert screen.query(AssistantMessage).last().entry.status == "interrupted"
+
+
+async def test_the_reply_footer_wraps_in_a_narrow_chat_rather_than_being_cut(
+    home: Path,
+    fake_openai: FakeOpenAI,
+) -> None:
+    """With the sidebar open the chat column is narrow: the whole footer still shows."""
+    config = config_for(fake_openai)
+    config.server_context_tokens = 4096
+    fake_openai.script(
+        Reply(text="no tools here"),
+        Reply(text="The answer.", prompt_read_s=1.6, prompt_tokens=1536),
+    )
+    app = NewtApp(config)
+    async with app.run_test(size=(48, 30)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "a long question")
+        await wait_idle(pilot, screen)
+        footer = screen.query(AssistantMessage).last().query_one(".reply-footer")
+        text = str(footer.render())
+        assert "first token after 1." in text
+        assert footer.size.height >= 2 and footer.size.width * footer.size.height >= len(text)
