@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -43,6 +43,7 @@ INTRO = (
     "choice runs one here, as `newt --local` does, and is saved to the config file: later "
     "runs start it directly."
 )
+LOCAL_LABEL = "Run SmolLM2-135M-Instruct (tiny, works offline)"
 LOCAL_ABOUT = (
     "SmolLM2-135M-Instruct on llama.cpp's llama-server, fully offline: a small model that "
     "answers short questions. " + FETCH_LATER
@@ -123,46 +124,65 @@ class SetupScreen(Screen[BackendSettings | LocalModel | None]):
         self._chosen: LocalChoice | None = None
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="panel") as panel:
+        with Vertical(id="panel") as panel:
             panel.border_title = "Set up a model"
-            yield Static(Content(INTRO), id="setup-intro")
-            with Vertical(id="setup-local-box"):
-                if self.choices:
-                    yield Static(Content(CHOICES_ABOUT), id="setup-choices-about")
-                for i, choice in enumerate(self.choices):
-                    yield Button(
-                        Content(choice.label), id=f"setup-choice-{i}", classes="setup-choice"
-                    )
-                    yield Static(Content(choice.detail), classes="setup-choice-about")
-                yield Button(
-                    "Run a local model on this machine", variant="primary", id="setup-local"
+            with VerticalScroll(id="setup-body"):
+                yield Static(Content(INTRO), id="setup-intro")
+                with Vertical(id="setup-local-box"):
+                    if self.choices:
+                        yield Static(Content(CHOICES_ABOUT), id="setup-choices-about")
+                    for i, choice in enumerate(self.choices):
+                        yield Button(
+                            Content(f"Run {choice.label}"),
+                            id=f"setup-choice-{i}",
+                            classes="setup-choice",
+                        )
+                    yield Button(Content(LOCAL_LABEL), id="setup-local", classes="setup-choice")
+                    # what the highlighted choice is: one text, so the list stays one line each
+                    yield Static("", id="setup-choice-detail", classes="setup-about")
+                    yield ProgressBar(total=100, show_eta=False, id="setup-progress")
+                    yield Static("", id="setup-progress-text")
+                yield Static(Content(FORM_ABOUT), id="setup-form-about")
+                yield Label("Base URL")
+                yield Input(
+                    self._base_url, placeholder="http://127.0.0.1:8080/v1", id="setup-base-url"
                 )
-                yield Static(Content(LOCAL_ABOUT), classes="setup-about")
-                yield Static(Content(self.local_plan.describe()), id="setup-local-plan")
-                yield ProgressBar(total=100, show_eta=False, id="setup-progress")
-                yield Static("", id="setup-progress-text")
-            yield Static(Content(FORM_ABOUT), id="setup-form-about")
-            yield Label("Base URL")
-            yield Input(self._base_url, placeholder="http://127.0.0.1:8080/v1", id="setup-base-url")
-            yield Label("Model")
-            yield Input(self._model, placeholder="e.g. qwen2.5-7b-instruct", id="setup-model")
-            yield Label("API key environment variable (the key itself is never saved)")
-            yield Input("OPENAI_API_KEY", id="setup-key-env")
-            yield Static("", id="setup-error")
+                yield Label("Model")
+                yield Input(self._model, placeholder="e.g. qwen2.5-7b-instruct", id="setup-model")
+                yield Label("API key environment variable (the key itself is never saved)")
+                yield Input("OPENAI_API_KEY", id="setup-key-env")
+                yield Static("", id="setup-error")
+                yield Static(Content(f"Config file: {self.config_path}"), id="setup-path")
+            # below the scrolling part: always in view, whatever the terminal's size
             with Horizontal(id="setup-buttons"):
                 yield Button("Save and start", id="setup-save")
                 yield Button("Quit", id="setup-quit")
-            yield Static(Content(f"Config file: {self.config_path}"), id="setup-path")
 
     def on_mount(self) -> None:
         found = [i for i, c in enumerate(self.choices) if c.path is not None]
         first = f"#setup-choice-{found[0]}" if found else "#setup-local"
         self.query_one(first, Button).focus()
+        self._describe(first.removeprefix("#"))
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if isinstance(event.widget, Button) and event.widget.has_class("setup-choice"):
+            self._describe(event.widget.id or "")
+
+    def _describe(self, button_id: str) -> None:
+        """The highlighted choice's details under the list: what its button runs."""
+        if button_id == "setup-local":
+            text = f"{LOCAL_ABOUT}\n{self.local_plan.describe()}"
+        else:
+            choice = self.choices[int(button_id.rpartition("-")[2])]
+            text = choice.detail
+        self.query_one("#setup-choice-detail", Static).update(Content(text))
 
     # -- run a model here -------------------------------------------------------------
 
     @on(Button.Pressed, ".setup-choice")
     def _run_choice(self, event: Button.Pressed) -> None:
+        if event.button.id == "setup-local":
+            return  # SmolLM2: _run_local
         index = int((event.button.id or "").rpartition("-")[2])
         self._chosen = self.choices[index]
         self._start()

@@ -88,3 +88,31 @@ async def test_with_nothing_found_smollm2_has_the_focus_and_a_failed_download_sa
         smol = app.setup.query_one("#setup-local", Button)
         assert not smol.disabled and app.focused is smol  # Enter now ends in a chat
         assert app.result is None
+
+
+async def test_at_100x30_the_buttons_are_in_view_and_the_highlighted_choice_says_what_runs(
+    tmp_path: Path,
+) -> None:
+    """Every choice is one line saying what it runs; the details under the list are
+    the highlighted one's; the form's Save and Quit stay in view below what scrolls."""
+    many = [LocalChoice(f"Model {i}", f"download {i} GB", None, f"m{i}") for i in range(6)]
+    app = Host(screen(tmp_path, [FOUND, BEST, *many], lambda c, p: None))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        setup = app.setup
+        for button in ("#setup-save", "#setup-quit"):
+            region = setup.query_one(button, Button).region
+            assert region.height and region.bottom <= 30, button
+        found = setup.query_one("#setup-choice-0", Button)
+        assert app.focused is found and str(found.label) == "Run llama3.2:3b"
+        detail = setup.query_one("#setup-choice-detail", Static)
+        assert str(detail.render()) == FOUND.detail
+        await pilot.press("tab")
+        assert app.focused is setup.query_one("#setup-choice-1", Button)
+        assert str(detail.render()) == BEST.detail
+        smol = setup.query_one("#setup-local", Button)
+        smol.focus()
+        await pilot.pause()
+        assert "SmolLM2" in str(smol.label) and "SmolLM2" in str(detail.render())
+        body = setup.query_one("#setup-body")
+        assert body.max_scroll_y > 0 and body.show_vertical_scrollbar  # it scrolls, visibly

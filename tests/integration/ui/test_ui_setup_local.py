@@ -77,7 +77,7 @@ async def test_run_a_local_model_fetches_starts_and_answers(
         assert local.region.y < form.region.y  # offered first, above the form
         assert app.focused is local
         assert "download SmolLM2-135M-Instruct (93 MB)" in str(
-            setup.query_one("#setup-local-plan", Static).render()
+            setup.query_one("#setup-choice-detail", Static).render()
         )
         await pilot.press("enter")
         bar = setup.query_one("#setup-progress", ProgressBar)

@@ -203,7 +203,7 @@ async def test_with_no_network_the_first_run_still_ends_in_a_chat_with_smollm2(
         setup = app.screen
         choices = list(setup.query(".setup-choice").results(Button))
         assert not any("recommended here" in str(b.label) for b in choices)
-        next(b for b in choices if str(b.label) == "Qwen3 4B").press()
+        next(b for b in choices if str(b.label) == "Run Qwen3 4B").press()
         error = setup.query_one("#setup-error", Static)
         for _ in range(250):
             await pilot.pause(0.02)
