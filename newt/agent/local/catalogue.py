@@ -25,7 +25,7 @@ from newt.local.models.catalogue import (
 from newt.local.models.discover import discover, hub_cache_dir
 from newt.local.models.download import DownloadError, Transfer, cached_path, download
 from newt.local.models.sources import reachable
-from newt.local.setup import Progress, ProgressFn, SetupError, build_llama_server
+from newt.local.setup import Progress, ProgressFn, SetupError, build_llama_server, cache_dir
 
 FETCH_LATER = (
     "A stronger model can be fetched later: `newt --local --list` shows them and where "
@@ -73,7 +73,7 @@ def local_choices() -> list[LocalChoice]:
         else:
             size = "cannot be downloaded from here (no model hub answers)"
         fit = "" if fits(model, ram, disk) else ", too big for this machine"
-        speed = model.speed_here()
+        speed = model.speed_here(speeds_dir=cache_dir())
         detail = (
             f"{size}, needs {gigabytes(model.ram_bytes)} RAM"
             f"{', ' + speed if speed else ''}, {model.licence}{fit}: {model.about}"

@@ -36,6 +36,8 @@ from newt.agent.tools.toolset import ToolContext, tool_handlers
 from newt.agent.turn.image_parts import TurnAttachments
 from newt.agent.turn.runner import TurnContext, TurnRunner
 from newt.config import Config
+from newt.local.models import speeds
+from newt.local.server import cache_dir
 from newt.memory.notes import NoteBook
 from newt.recall import RetentionReport
 
@@ -132,6 +134,8 @@ class SessionTurns:
                                 self.lifecycle.last_retention = event.report
                             elif isinstance(event, ev.TurnStarted):
                                 await self.settings.save_new()  # the conversation exists now
+                            elif isinstance(event, ev.TurnDone):
+                                self._keep_speed(event)
                             yield event
                 finally:
                     self.lifecycle.last_retention = runner.last_retention
@@ -139,6 +143,14 @@ class SessionTurns:
                     await self.commands.after_correction()  # the model's save_note replaced one
         self.summaries.start()
         self.link.recall_parts.stored()  # the turn (and any record) can be embedded now
+
+    def _keep_speed(self, done: ev.TurnDone) -> None:
+        """A model newt runs: what it read and wrote a second here, for the model
+        lists to show (newt.local.models.speeds)."""
+        write = done.stats.tokens_per_second if done.stats is not None else None
+        read = self.link.capabilities.prompt_rate
+        if self.config.server_context_tokens and done.status == "complete" and read and write:
+            speeds.record(cache_dir(), self.config.backend.model, read, write)
 
     def regenerate(self) -> AsyncGenerator[ev.AgentEvent, None]:
         """Run the last turn's prompt again; the new reply replaces the old turn."""

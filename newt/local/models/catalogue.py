@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from newt.local.models import speeds
 from newt.local.setup.split_model import WheelSplit, parse_split
 from newt.resources import asset_text
 
@@ -52,15 +54,20 @@ class CatalogueModel:
     def url_path(self) -> str:
         return f"{self.repo}/resolve/{self.revision}/{self.filename}"
 
-    def speed_here(self, cores: int | None = None) -> str | None:
-        """'reads ~96, writes ~27 tokens/s here' scaled from the 2-core measurement
-        to this machine's cores (up to 8: beyond that memory bandwidth rules); None
-        when the model was never measured."""
+    def speed_here(self, cores: int | None = None, speeds_dir: Path | None = None) -> str | None:
+        """What the model did on this machine the last time it ran here ('read 62,
+        wrote 14 tokens/s here on 6 Dec', from speeds.json in `speeds_dir`); else the
+        catalogue's 2-core measurement scaled to this machine's cores (up to 8:
+        beyond that memory bandwidth rules), saying so; None when neither exists."""
+        here = speeds.measured(speeds_dir, self.filename) if speeds_dir is not None else None
+        if here is not None:
+            day = time.strftime("%-d %b", time.localtime(here.at))
+            return f"read {here.read:.0f}, wrote {here.write:.0f} tokens/s here on {day}"
         if not (self.prompt_tokens_per_s and self.reply_tokens_per_s):
             return None
         scale = min(max(1, cores or os.cpu_count() or 1), 8) / 2
         read, write = self.prompt_tokens_per_s * scale, self.reply_tokens_per_s * scale
-        return f"reads ~{read:.0f}, writes ~{write:.0f} tokens/s here"
+        return f"~{read:.0f} read, ~{write:.0f} written tokens/s on an idle machine like this"
 
 
 def parse_catalogue(text: str) -> list[CatalogueModel]:

@@ -25,6 +25,7 @@ from newt.local.models.discover import FoundModel, discover, hub_cache_dir
 from newt.local.models.download import DownloadError, cached_path, download, index_path
 from newt.local.models.gguf import read_info
 from newt.local.models.sources import reachable
+from newt.local.setup import cache_dir
 
 
 class LocalModelError(NewtError):
@@ -66,7 +67,7 @@ def list_main(out: TextIO | None = None) -> int:
             if here
             else (source or "cannot be fetched from here"),
             None if here or fits(model, ram, disk) else "too big for this machine",
-            model.speed_here(),
+            model.speed_here(speeds_dir=cache_dir()),
         ]
         note = "; ".join(n for n in notes if n)
         out.write(

