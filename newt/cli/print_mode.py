@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from newt.agent import events as ev
 from newt.agent.session.chat_session import ChatSession, MemoryStatus, dump_report
-from newt.agent.turn.oversize import too_large
+from newt.agent.turn.oversize import LARGE_SHARE, too_large
 from newt.cli.bounded_exit import close_within
 from newt.cli.detached_writers import spawn_summary_writer, spawn_vector_writer
 from newt.cli.print_thinking import ThinkingPrinter, speed
@@ -64,7 +64,10 @@ async def run_print(
             if session.conversation is not None:
                 resumed = session.memory_status()
             status = session.memory_status()
-            why = too_large(prompt, session.estimate_tokens(prompt), status, switch="--model")
+            tokens = session.estimate_tokens(prompt)
+            if tokens > status.budget // LARGE_SHARE:  # may not fit: the server's own count
+                tokens = await session.count_tokens(prompt)
+            why = too_large(prompt, tokens, status, switch="--model")
             if why is not None:  # the server would refuse it after a long wait
                 err.write(f"newt: error: not sent: {strip_terminal_escapes(why)}\n")
                 return 2

@@ -289,6 +289,9 @@ class FakeSession:
     def estimate_tokens(self, text: str) -> int:
         return len(text) // 4
 
+    async def count_tokens(self, text: str) -> int:
+        return self.estimate_tokens(text)
+
     async def note(self, arg: str) -> str:
         if arg == "list":
             return "\n".join(self.notes) or "no notes yet"

@@ -256,6 +256,11 @@ class ChatSession:
     def estimate_tokens(self, text: str) -> int:
         return self.link.estimate_tokens(text)
 
+    async def count_tokens(self, text: str) -> int:
+        """The server's own count where it gives one (newt's llama-server), else the
+        estimate: what a message that may not fit is judged by."""
+        return await self.link.count_tokens(text)
+
 
 __all__ = [
     "AmbiguousConversation",

@@ -17,6 +17,7 @@ from typing import Any
 from newt.agent.session.model_facts import CapabilityTracker
 from newt.agent.session.provider_setup import make_client, session_provider
 from newt.backend.client import ChatClient
+from newt.backend.tokenize import server_count
 from newt.config import Config
 from newt.memory import MemMessage, MemoryProvider
 from newt.memory.notes import NoteBook
@@ -65,6 +66,15 @@ class ModelLink:
             return int(self.provider.tokens_for(text))
         per = max(1, self.config.estimation.chars_per_token)
         return -(-len(text) // per)
+
+    async def count_tokens(self, text: str) -> int:
+        """The tokens of `text` as newt's own llama-server counts them (its
+        /tokenize), else the estimate: for a message that may not fit."""
+        if self.config.server_context_tokens:
+            counted = await server_count(self.config.backend.base_url, text)
+            if counted is not None:
+                return counted
+        return self.estimate_tokens(text)
 
     def content_tokens(self, text: str) -> int:
         """The same estimate for a piece of a message, without its glue."""

@@ -7,11 +7,18 @@ The conversation may fill `budget` tokens of the window (the rest is kept
 for the reply); a message whose estimate alone passes that cannot be sent,
 so the chat screen keeps it in the box and says why, with both numbers, and
 what can help; print mode says the same on stderr and sends nothing (exit 2).
+A message that may not fit (its estimate past a quarter of the budget) is
+counted by newt's own llama-server first (`ChatSession.count_tokens`), so
+both the refusal and the size of a part that fits are the server's figures.
 """
 
 from __future__ import annotations
 
 from newt.agent.own_memory.status import MemoryStatus
+
+# A message whose estimate passes this share of the budget is counted by the
+# server where it can (newt.backend.tokenize): the estimate can be far off.
+LARGE_SHARE = 4
 
 
 def too_large(

@@ -236,11 +236,28 @@ class ChatScreen(Screen[None]):
             return
         if text.startswith("//"):
             text = text[1:]
-        if not self._attachments_ok(text) or not self._fits(text):
+        if not self._attachments_ok(text):
             return  # the prompt stays as typed
+        fits = self._fits(text)
+        if fits is None:  # large: the server counts it first
+            self._count_then_send(text, event.text)
+        elif fits:
+            self._send_typed(text, event.text)
+
+    def _send_typed(self, text: str, typed: str) -> None:
         if self.send(text, "edit" if self.prompt.editing else None):
-            self.prompt.remember(event.text)
+            self.prompt.remember(typed)
             self.prompt.set_text("")
+
+    @work(exclusive=True, group="count-message")
+    async def _count_then_send(self, text: str, typed: str) -> None:
+        self.notify("Counting a large message's tokens…", timeout=3)
+        try:
+            tokens = await self.session.count_tokens(text)
+        except Exception:  # the estimate said it may fit; the session's guard still stands
+            tokens = self.session.estimate_tokens(text)
+        if self._refused(text, tokens) is False and self.prompt.text == typed:
+            self._send_typed(text, typed)
 
     def send(self, text: str, mode: str | None = None) -> bool:
         """Start a turn; False (and a hint) if one is already running. `mode`
@@ -264,20 +281,33 @@ class ChatScreen(Screen[None]):
             return False
         return True
 
-    def _fits(self, text: str) -> bool:
+    def _fits(self, text: str) -> bool | None:
         """A message larger than the window is not sent (it would be refused
-        after a long wait): it stays in the box, and the log says why."""
+        after a long wait): it stays in the box, and the log says why. None: it
+        may not fit, so the server counts it first (`_count_then_send`)."""
         if not self.ready:
             return True  # the turn is checked by the session's guard instead
+        from newt.agent.turn.oversize import LARGE_SHARE
+
+        try:
+            tokens = self.session.estimate_tokens(text)
+            if tokens > self.session.memory_status().budget // LARGE_SHARE:
+                return None
+        except Exception:  # a figure missing: the session's guard still stands
+            return True
+        return not self._refused(text, tokens)
+
+    def _refused(self, text: str, tokens: int) -> bool:
+        """Whether a message of `tokens` is too large to send (and the log says why)."""
         from newt.agent.turn.oversize import too_large
 
         try:
-            why = too_large(text, self.session.estimate_tokens(text), self.session.memory_status())
+            why = too_large(text, tokens, self.session.memory_status())
         except Exception:  # a figure missing: the session's guard still stands
-            return True
+            return False
         if why is not None:
             self.feedback(f"Not sent: {why} It stays in the box; ctrl+c clears it.", "warning")
-        return why is None
+        return why is not None
 
     def edit_prompt(self, text: str) -> None:
         """/edit: the last prompt goes into the bar; sending it replaces that turn."""

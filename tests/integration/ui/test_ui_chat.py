@@ -512,3 +512,43 @@ async def test_long_history_is_windowed_and_scrolling_up_loads_more() -> None:
         await type_and_send(pilot, "new question")
         await wait_idle(pilot, screen)
         assert log.entries[-1].text == "ok: new question"  # type: ignore[union-attr]
+
+
+class CountingSession(FakeSession):
+    """A server whose own count is 2.5 times newt's estimate (a paste of a shape
+    the estimate has not seen)."""
+
+    async def count_tokens(self, text: str) -> int:
+        return self.estimate_tokens(text) * 5 // 2
+
+
+async def test_a_large_message_is_judged_by_the_servers_count() -> None:
+    """A message whose estimate fits but may not (past a quarter of the budget) is
+    counted by the server first: refused with the server's figure and a part size
+    that fits by it; one that fits by the server's count too goes as usual."""
+    session = CountingSession()
+    session.script(Step(text="fine"))
+    app = make_app(session)
+    paste = "All work and no play makes Jack a dull boy. " * 500  # ~5,500 by the estimate
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await chat_ready(pilot)
+        screen.prompt.set_text(paste)
+        await pilot.press("enter")
+        said: list[str] = []
+        for _ in range(100):
+            await pilot.pause(0.02)
+            said = [e.text for e in screen.log_view.entries if isinstance(e, NoticeEntry)]
+            if said:
+                break
+        assert session.sent == [] and screen.prompt.text == paste
+        assert "this message alone is about 13,750 tokens" in said[-1]
+        advice = said[-1].split("parts of about ")[1]
+        part = int(advice.split(" tokens")[0].replace(",", ""))
+        chars = int(advice.split(" tokens (")[1].split(" characters")[0].replace(",", ""))
+        assert part <= 6553 // 2 and chars * 13_750 <= part * len(paste) * 1.01  # fits
+        screen.prompt.set_text("")
+        medium = "All work and no play makes Jack a dull boy. " * 150  # ~4,100 by the server
+        screen.prompt.set_text(medium)
+        await pilot.press("enter")
+        await wait_idle(pilot, screen)
+        assert session.sent == [medium]
