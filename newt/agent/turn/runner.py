@@ -44,10 +44,11 @@ _T = TypeVar("_T")
 
 # Attempts to store a finished turn before the reply is saved to a file instead.
 FINISH_ATTEMPTS = 3
-# A turn that ends with no answer fails, saying which way (newt.non_answers).
+# A turn that ends with no answer says so, and which way (newt.non_answers); the
+# user's words stay in the conversation (ctrl+r / `newt -c -p` asks again).
 NO_ANSWER = {
-    "empty": "the model gave no answer (an empty reply); try again or rephrase",
-    "call": "the model wrote a tool call as text instead of an answer; try again or rephrase",
+    "empty": "the model gave no answer (an empty reply)",
+    "call": "the model wrote a tool call as text instead of an answer",
 }
 
 __all__ = ["ExtraTools", "TurnContext", "TurnRunner"]
@@ -111,13 +112,11 @@ class TurnRunner:
         for notice in await self._tool_verdict():
             yield notice
         status = "interrupted" if self.p.interrupted else "complete"
+        # nothing, or a call as text: the user's words are kept (and recalled) as
+        # said, the call never as a reply, and the turn says it got no answer
         missing = None if self.p.interrupted else NO_ANSWER.get(kind_of(self.p.reply) or "")
-        if missing is not None:  # nothing, or a call as text: said, never stored as a reply
-            with contextlib.suppress(Exception):
-                await s.log.fail(turn_id, missing)
-            yield ev.TurnError(missing, True, "NoAnswer")
-            yield self.p.done(turn_id, "failed", s.tokens_for)
-            return
+        if missing is not None:
+            self.p.reply = ""
         try:
             for compacted in await self._finish(turn_id, status):
                 yield compacted
@@ -138,6 +137,9 @@ class TurnRunner:
         usage = self.p.usage()
         if usage is not None:
             yield usage
+        if missing is not None:
+            yield ev.TurnError(missing, False, "NoAnswer")
+            status = "failed"
         yield self.p.done(turn_id, status, s.tokens_for)
 
     async def _tool_verdict(self) -> list[ev.Notice]:

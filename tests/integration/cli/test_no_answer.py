@@ -69,3 +69,16 @@ def test_a_reply_that_was_no_answer_is_never_recalled(
         assert all(failure.strip() not in row[0] or not failure for row in held)
     finally:
         con.close()
+
+
+def test_what_the_user_said_to_a_model_that_gave_no_answer_is_still_remembered(
+    fake_openai: FakeOpenAI, _isolated_home: Path
+) -> None:
+    fake_openai.script(Reply(text=""))
+    told = newt_cmd(*args(fake_openai, "-p", FACT), home=_isolated_home)
+    assert told.returncode == 1 and "no answer" in told.stderr
+    fake_openai.script(Reply(text="Biscuit."))
+    asked = newt_cmd(*args(fake_openai, "-p", "The greyhound, what is he called?"),
+                     home=_isolated_home)  # fmt: skip
+    assert asked.returncode == 0, asked.stderr
+    assert "Biscuit" in json.dumps(fake_openai.chat_requests[-1].body["messages"])
