@@ -34,6 +34,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 
+from newt.errors import describe
 from newt.memory.types import COMPACTION_END, COMPACTION_MARKER, Estimator, MemMessage
 from newt.non_answers import is_answer
 from newt.resources import asset_text
@@ -307,10 +308,11 @@ async def write_summary(
     input_cap: int,
     record_cap: int,
     est: Estimator,
+    failures: list[str] | None = None,
 ) -> str | None:
     """The summarizer's text for `removed` on top of `previous`, capped at
     `record_cap`; None when it fails or returns nothing (the caller keeps the
-    fallback line)."""
+    fallback line, and `failures` gets why, for the user)."""
     # a reply that was no answer (empty, a call as text, a placeholder) is not
     # something said: it never becomes the summary's content
     removed = [(u, a if is_answer(a) else "") for u, a in removed]
@@ -337,9 +339,13 @@ async def write_summary(
             extracted=extracted,
         )
         summary = (await summarizer(messages)).strip()
-    except Exception:
+    except Exception as exc:
         # A failed summary must never lose the turn or break the loop.
         # never a traceback on the user's terminal; the record says what happened
         logger.debug("compaction summary failed; keeping the fallback", exc_info=True)
+        if failures is not None:
+            failures.append(describe(exc))
         return None
+    if not summary and failures is not None:
+        failures.append("the model wrote an empty summary")
     return cap_summary(summary, record_cap, est) if summary else None

@@ -79,6 +79,7 @@ class TokenBudget(BudgetSettings, BaseProvider):
         self._owed_folds = 0  # fold steps since the last summary landed
         self._guard_folded = False  # this turn's pre-send guard folded (one step with its prune)
         self._focus: str | None = None
+        self.summary_failure: str | None = None  # why the last summary was not written
         self.estimator.new_conversation()
 
     @property
@@ -177,7 +178,10 @@ class TokenBudget(BudgetSettings, BaseProvider):
             self._delta = self._reply(turn)  # the reply is not in that report yet
         else:
             self._delta += self._est(turn)
-        await self._prune(limit=self.budget, keep=1)
+        # the newest turn stays, unless alone it leaves the conversation over its
+        # budget (a tiny window): the fullness is within the budget after a turn
+        older = sum(self._est(t) for t in self._turns[:-1])
+        await self._prune(limit=self.budget, keep=0 if self.used - older > self.budget else 1)
         self._guard_folded = False
 
     async def compact(self, focus: str | None = None) -> bool:
@@ -300,6 +304,7 @@ class TokenBudget(BudgetSettings, BaseProvider):
         summary = await self._summarize(batch, basis[0], self._focus)
         if summary is None:
             return None
+        self.summary_failure = None
         return PendingSummary(basis, len(batch), summary, folds)
 
     def _summary_basis(self, turns: int) -> tuple[str | None, tuple[tuple[str, str], ...]]:
@@ -353,7 +358,8 @@ class TokenBudget(BudgetSettings, BaseProvider):
     ) -> str | None:
         if self.summarizer is None:
             return None
-        return await write_summary(
+        failures: list[str] = []
+        summary = await write_summary(
             self.summarizer,
             self.on_pre_compress,
             [(t.user, t.assistant) for t in removed],
@@ -362,7 +368,10 @@ class TokenBudget(BudgetSettings, BaseProvider):
             input_cap=int(self.budget * SUMMARIZER_INPUT_SHARE),
             record_cap=self._record_cap(),
             est=self.estimator.content(),
+            failures=failures,
         )
+        self.summary_failure = failures[-1] if failures else self.summary_failure
+        return summary
 
     # -- restore -----------------------------------------------------------
 

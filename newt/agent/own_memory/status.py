@@ -11,7 +11,7 @@ from newt.agent.tools.builtin import TOOL_SCHEMAS
 from newt.agent.turn.reply_stats import TokenTally
 from newt.memory import MemoryProvider
 from newt.memory.notes import NoteBook
-from newt.memory.provider_features import Anchored
+from newt.memory.provider_features import Anchored, Summarizing
 from newt.recall import RetentionReport
 
 
@@ -43,6 +43,8 @@ class MemoryStatus:
     total_replies: int = 0
     total_estimated: int = 0
     """How many of those replies carry newt's estimate instead of a backend report."""
+    summary_failure: str | None = None
+    """Why the last summary owed could not be written (None: it was, or none was asked)."""
 
 
 def memory_status(
@@ -74,6 +76,7 @@ def memory_status(
         total_completion_tokens=tally.completion_tokens,
         total_replies=tally.replies,
         total_estimated=tally.estimated,
+        summary_failure=provider.summary_failure if isinstance(provider, Summarizing) else None,
     )
 
 

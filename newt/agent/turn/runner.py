@@ -45,6 +45,8 @@ _T = TypeVar("_T")
 
 # Attempts to store a finished turn before the reply is saved to a file instead.
 FINISH_ATTEMPTS = 3
+# Tool schemas may take at most 1/TOOLS_MAX_SHARE of the conversation's budget.
+TOOLS_MAX_SHARE = 3
 # A turn that ends with no answer says so, and which way (newt.non_answers); the
 # user's words stay in the conversation (ctrl+r / `newt -c -p` asks again).
 NO_ANSWER = {
@@ -250,6 +252,12 @@ class TurnRunner:
                 yield ev.Notice(message)
             s.tools = {**s.tools, **s.extra_tools.handlers()}
             s.tool_schemas = [*s.tool_schemas, *s.extra_tools.schemas()]
+        usage = s.provider.usage()
+        small = usage is not None and self.fit.all_schema_tokens() * TOOLS_MAX_SHARE > usage[2]
+        if small and s.capabilities.config.backend.tools == "auto":
+            # tools that would take over a third of what the conversation may
+            # fill (a small window) leave too little for it: none this turn
+            s.tool_schemas = []
         system = self._build()[0].content  # as sent: the prompt with the notes
         fixed = s.tokens_for(system) + self.fit.all_schema_tokens()
         gathered = await s.evidence.gather(

@@ -76,6 +76,14 @@ def memory_rows(status: MemoryStatus) -> list[tuple[str, str]]:
                 f" · {report.candidates_examined} examined",
             )
         )
+    if status.summary_failure:  # an owed summary that did not land says why
+        rows.append(
+            (
+                "last summary",
+                f"failed: {status.summary_failure}; the folded turns keep your own words"
+                " until newt asks again after the next fold",
+            )
+        )
     return rows
 
 

@@ -452,6 +452,10 @@ async def test_the_footer_and_memory_show_one_fullness() -> None:
         rows = dict(memory_rows(app.screen.status))
         assert rows["fullness"].startswith(meter_text(987, 6553)) and FULLNESS in rows["fullness"]
         assert "compactions" not in rows
+        assert "last summary" not in rows  # nothing failed
+        session.status.summary_failure = "ConnectError: the server went away"
+        rows = dict(memory_rows(session.status))
+        assert rows["last summary"].startswith("failed: ConnectError: the server went away")
 
 
 async def test_a_toast_never_covers_the_message_box() -> None:

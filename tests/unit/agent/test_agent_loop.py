@@ -563,3 +563,25 @@ async def test_recall_memory_returns_the_quotes_and_no_message_mark(
         assert saved["error"] and await store.notes.list() == []
     finally:
         await close(store, session)
+
+
+async def test_tools_that_would_take_over_a_third_of_a_small_window_are_not_offered(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """At a 1,024-token window newt's tool schemas alone were half of what the
+    conversation may fill, and the fullness sat over the budget after every turn."""
+    store, session = await open_session(fake_openai, "[memory]\ncontext_tokens = 1024\n")
+    try:
+        fake_openai.script(Reply(text="Hello."))
+        await run_turn(session, "hi")
+        assert "tools" not in fake_openai.chat_requests[-1].body
+        assert session.memory_status().used <= session.memory_status().budget
+    finally:
+        await close(store, session)
+    store, session = await open_session(fake_openai, "[memory]\ncontext_tokens = 8192\n")
+    try:
+        fake_openai.script(Reply(text="Hello."))
+        await run_turn(session, "hi")
+        assert "recall_memory" in str(fake_openai.chat_requests[-1].body["tools"])
+    finally:
+        await close(store, session)

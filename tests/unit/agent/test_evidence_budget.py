@@ -75,7 +75,8 @@ async def test_the_guard_counts_the_capsules_and_drops_them_rather_than_overflow
     session = await ChatSession.open(
         make_config(
             fake_openai.base_url,
-            "[memory]\ncontext_tokens = 1200\n[recall]\nretained_token_budget = 4000\n",
+            "[memory]\ncontext_tokens = 1200\n[recall]\nretained_token_budget = 4000\n"
+            '[backend]\ntools = "on"\n',  # their schemas take room too
         )
     )
     try:

@@ -152,3 +152,29 @@ async def test_reset_clears_the_conversation_and_keeps_configuration() -> None:
     assert (p.last_reported, p.record, p.take_compaction_record()) == (None, None, None)
     assert (p.max_tokens, p.budget_source, p.summarizer) == (2000, "config", summarize)
     assert p.estimation == TokenEstimation(2)
+
+
+async def test_a_newest_turn_that_alone_overflows_the_budget_is_folded_too() -> None:
+    """The newest turn stays resident, unless even alone it leaves the
+    conversation over its budget (a tiny window): then it is folded as well, so
+    the fullness is within the budget after every turn."""
+    p = TokenBudget(1024, 0.8).with_deferred_summaries()  # budget 819
+    p.build_messages("system " * 50, "a question")
+    await p.sync_turn("a question", "a short answer", reported(300, 50))
+    assert p.resident_turns() == 1 and p.used <= p.budget
+    p.build_messages("system " * 50, "q" * 400)
+    await p.sync_turn("q" * 400, "a" * 1600, reported(700, 400))  # alone: 1,100 tokens
+    assert p.used <= p.budget and p.resident_turns() == 0 and p.record is not None
+
+
+async def test_a_summary_that_fails_says_why() -> None:
+    async def broken(messages: object) -> str:
+        raise ConnectionError("the server went away")
+
+    p = TokenBudget(1000, 0.5).with_summarizer(broken).with_deferred_summaries()
+    for n in range(6):
+        p.build_messages("system", f"question {n} " + "words " * 40)
+        await p.sync_turn(f"question {n} " + "words " * 40, "answer " * 40, NO_USAGE)
+    assert p.summary_pending
+    assert await p.summarize_pending() is None
+    assert p.summary_failure is not None and "went away" in p.summary_failure

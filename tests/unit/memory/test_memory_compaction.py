@@ -174,15 +174,17 @@ async def test_prune_without_summarizer_uses_the_fallback_record() -> None:
     assert markers(p) == [fallback_record(6, folds=2)]  # one record, never stacked
 
 
-async def test_the_newest_turn_is_never_removed() -> None:
+async def test_the_newest_turn_stays_unless_it_alone_overflows_the_budget() -> None:
+    """Oldest first, and the newest turn stays resident, unless even alone it
+    leaves the conversation over its budget: then the fullness would stay over
+    the budget after the turn (a tiny window), so it is folded too."""
     p = TokenBudget(1000, 0.5)
-    await p.sync_turn("u" * 4000, "a" * 4000, NO_USAGE)  # 2,000 tokens alone
-    assert p.resident_turns() == 1
-    assert p.record is None
-    await p.sync_turn("v" * 4000, "b" * 4000, NO_USAGE)
-    assert p.resident_turns() == 1
-    assert p.record == fallback_record(2)
+    await p.sync_turn("u" * 800, "a" * 800, NO_USAGE)  # 400 tokens
+    await p.sync_turn("v" * 800, "b" * 800, NO_USAGE)
+    assert p.resident_turns() == 1 and p.record is not None
     assert [m.content[0] for m in p.build_messages("sys", "next")[2:4]] == ["v", "b"]
+    await p.sync_turn("w" * 4000, "c" * 4000, NO_USAGE)  # 2,000 tokens alone
+    assert p.resident_turns() == 0 and p.used <= p.budget
 
 
 async def test_anchored_prune_subtracts_estimates_from_the_delta() -> None:
