@@ -75,7 +75,6 @@ from newt.agent.session.chat_session import ChatSession  # noqa: E402
 from newt.agent.session.model_facts import REPLY_RESERVE_MAX  # noqa: E402
 from newt.cli.detached_writers import VECTORS_FLAG  # noqa: E402
 from newt.config import Config  # noqa: E402
-from newt.recall.presentation import MESSAGE_MARK  # noqa: E402
 from newt.store import Store  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI, Reply  # noqa: E402
 
@@ -308,7 +307,7 @@ class ByText:
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         last = last_user_text(request)
-        own = last.rsplit("\n\n", 1)[-1].removeprefix(MESSAGE_MARK)  # after the evidence block
+        own = last.rsplit("\n\n", 1)[-1]  # after the evidence block, if any
         if self.question and own == self.question:
             self.seen = request
             return Reply(text="ok", chunk_size=4096)

@@ -4,18 +4,14 @@
 recoverability breaking ties; by recoverability alone when there are no
 scores), each statement only with its newer one, counted as the block will
 be rendered, in the units the request is counted in, until the budget is
-full. The block then reads oldest first, under a line for each day it was
-said ("Said on Monday 8 May 2023:", "Said yesterday:"), each line a quote
-that says who said it in the user's own voice (the block opens the user's
-message): `- I said: "..."`, `- you said: "..."`, `- my note: "..."`; then
-"My message:" before the user's words. So the request reads like the
-plainest prompt a small model answers from ("Earlier I said: ...; my
-question"), a line's day is plainly when it was said, not when what it tells
-happened, and no line reads as a "Speaker: text" transcript to continue. The
-header says where the lines come from and, when every recalled message is
-older than the conversation the request carries, that the messages above are
-newer. So when two statements of the same thing disagree, the newest is the
-last one read and sits under the latest day, whatever model reads it.
+full. The block then reads oldest first, under a line for each day a line
+was said ("Said on Monday 8 May 2023:", "Said yesterday:": the day it was
+said, not the day of what it tells), each line saying who said it in a word,
+under a header that says where the lines come from and, when every recalled
+message is older than the conversation the request carries, that the
+messages above are newer. So when two statements of the same thing disagree,
+the newest is the last one read and sits under the latest day, whatever
+model reads it.
 
 Bookkeeping is said once, in the header, and never beside a capsule: a line
 cut short ends in "…", and the header says (when the model is offered
@@ -42,25 +38,25 @@ from newt.recall.retention import (
     to_capsule,
 )
 
-EVIDENCE_HEADER = "{source}, quoted word for word, oldest first (today is {today}){newer}:{cut}"
+EVIDENCE_HEADER = (
+    "{source} (oldest first, under the day each was said; today is {today}){newer}:{cut}"
+)
 # Where the lines come from, by the conversations they were said in.
-FROM_HERE = "From earlier in this conversation"
-FROM_OTHERS = "From our earlier conversations"
-FROM_BOTH = "From earlier in this conversation and our other ones"
+FROM_HERE = "Recalled from earlier in this conversation"
+FROM_OTHERS = "Recalled from our other conversations"
+FROM_BOTH = "Recalled from earlier in this conversation and from others"
 # Said when every capsule is older than the oldest message of the conversation
 # the request carries: then a later statement there wins over a recalled one.
-NEWER_ABOVE = "; our messages above are newer than all of these"
+NEWER_ABOVE = "; the messages above are newer than all of these"
 # Said once, when a line is cut short and the model can fetch it whole.
-CUT_NOTE = " (a quote ending in … is cut short: fetch_record with its first words gives it whole)"
+CUT_NOTE = " (a line ending in … is cut short: fetch_record with its first words gives it whole)"
 CUT_MARK = "…"
-# Between the block and the user's own words.
-MESSAGE_MARK = "My message: "
 # The shortest excerpt worth a line: the packing stops below it.
 MIN_EXCERPT_CHARS = 16
 
-# Who said it, in the user's voice (the block opens the user's message).
-_WHO = {"user": "I said", "assistant": "you said", "tool": "a tool returned"}
-_KIND = {"note": "my note", "compaction": "a summary of earlier talk"}
+# Who said it, in a word: every token of the block is one less for evidence.
+_WHO = {"user": "user", "assistant": "you", "tool": "tool"}
+_KIND = {"note": "your note", "compaction": "summary"}
 
 
 def chronological(capsules: Sequence[EvidenceCapsule]) -> list[EvidenceCapsule]:
@@ -115,8 +111,7 @@ class Packing:
 
 
 def evidence_block(report: RetentionReport | None, packing: Packing | None = None) -> str:
-    """The capsules as text placed before the user's message in this request only
-    (it ends in MESSAGE_MARK, which the message follows)."""
+    """The capsules as text placed before the user's message in this request only."""
     if report is None or not report.capsules:
         return ""
     packing = packing or Packing()
@@ -134,7 +129,7 @@ def evidence_block(report: RetentionReport | None, packing: Packing | None = Non
             day = said_on
             lines.append(_day_line(said_on))
         lines.append(_line(capsule))
-    return "\n".join(lines) + "\n\n" + MESSAGE_MARK
+    return "\n".join(lines) + "\n\n"
 
 
 def _source(capsules: Sequence[EvidenceCapsule], here: str) -> str:
@@ -159,7 +154,7 @@ def _line(capsule: EvidenceCapsule) -> str:
     text = capsule.excerpt.strip()
     if not capsule.whole and not text.endswith(CUT_MARK):
         text += CUT_MARK
-    return f'- {_who(capsule)}: "{text}"'
+    return f"- {_who(capsule)}: {text}"
 
 
 def _capsule(
@@ -217,7 +212,7 @@ def pack_block(
     )
     offered = {c.id: c for c in candidates}
     longest = max((FROM_HERE, FROM_OTHERS, FROM_BOTH), key=len)
-    used = count(_header(now, longest, True, packing.fetchable) + "\n\n" + MESSAGE_MARK)
+    used = count(_header(now, longest, True, packing.fetchable) + "\n\n")
     # no line is cheaper than this: below it, packing is over
     least = count(_line(EvidenceCapsule("", "", "x" * MIN_EXCERPT_CHARS, 0, 0.0, role="user")))
     days: set[str] = set()

@@ -13,7 +13,7 @@ from typing import Any
 from newt.agent.tools.builtin import ToolHandler
 from newt.memory.notes import NoteBook, NoteStore
 from newt.recall import RecallEngine, RecallRequest
-from newt.recall.presentation import MESSAGE_MARK, Packing
+from newt.recall.presentation import Packing
 from newt.store.forget import FORGOTTEN
 
 # Capsules returned by recall_memory when recall in requests is switched off.
@@ -59,8 +59,7 @@ def tool_handlers(ctx: ToolContext) -> dict[str, ToolHandler]:
                 packing=Packing(fetchable=True),
             )
         )
-        block = response.block.removesuffix(MESSAGE_MARK)  # no message follows it here
-        return block.strip() or "nothing in memory matches"
+        return response.block.strip() or "nothing in memory matches"
 
     async def fetch_record(args: dict[str, Any]) -> str:
         key = str(args.get("key", "")).strip()

@@ -322,8 +322,7 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
         assert "7312" in evidence[0].report.capsules[0].excerpt
         sent = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
         assert "7312" in sent and sent.endswith("What was my gym locker code?")
-        assert 'Said today:\n- I said: "My gym locker code is 7312, keep it in mind."' in sent
-        assert sent.endswith("\n\nMy message: What was my gym locker code?")
+        assert "Said today:\n- user: My gym locker code is 7312, keep it in mind." in sent
         log = await session.edits.history()
         assert log[-1].user == "What was my gym locker code?"
         assert session.last_retention is evidence[0].report
@@ -544,7 +543,7 @@ async def test_overflow_in_a_later_tool_round_retries_afresh(fake_openai: FakeOp
         await close(store, session)
 
 
-async def test_recall_memory_returns_the_quotes_and_no_message_mark(
+async def test_recall_memory_returns_the_lines_and_a_forgotten_span_is_no_note(
     fake_openai: FakeOpenAI,
 ) -> None:
     store, session = await open_session(fake_openai)
@@ -557,8 +556,7 @@ async def test_recall_memory_returns_the_quotes_and_no_message_mark(
         await run_turn(session, "What is the greyhound called?")
         events = (await session.edits.history())[-1].tool_events
         recalled, saved = events
-        assert '- I said: "Our greyhound is called Biscuit."' in recalled["result"]
-        assert "My message" not in recalled["result"]
+        assert "- user: Our greyhound is called Biscuit." in recalled["result"]
         # a forgotten span is nothing to keep: the model's note of it is refused
         assert saved["error"] and await store.notes.list() == []
     finally:

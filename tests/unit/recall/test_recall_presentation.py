@@ -24,7 +24,6 @@ from newt.recall.presentation import (
     FROM_BOTH,
     FROM_HERE,
     FROM_OTHERS,
-    MESSAGE_MARK,
     NEWER_ABOVE,
     Packing,
     chronological,
@@ -106,20 +105,18 @@ def test_when_says_the_day_as_a_person_would() -> None:
 @pytest.mark.parametrize(
     ("role", "kind", "who"),
     [
-        ("user", "turn", "I said"),
-        ("assistant", "turn", "you said"),
-        ("tool", "turn", "a tool returned"),
-        ("", "note", "my note"),
-        ("", "compaction", "a summary of earlier talk"),
+        ("user", "turn", "user"),
+        ("assistant", "turn", "you"),
+        ("tool", "turn", "tool"),
+        ("", "note", "your note"),
+        ("", "compaction", "summary"),
     ],
 )
-def test_each_capsule_is_a_quote_that_says_who_said_it_in_the_users_voice(
-    role: str, kind: str, who: str
-) -> None:
+def test_each_capsule_says_who_said_it_in_a_word(role: str, kind: str, who: str) -> None:
     capsule = EvidenceCapsule("k1", "k1", "  likes green tea \n", 3, 0.5, 1.0, role, MONDAY, kind)
     block = evidence_block(RetentionReport(100, 3, [capsule]), Packing(now=NOW))
-    lines = block.removesuffix(MESSAGE_MARK).rstrip("\n").splitlines()
-    assert lines[1:] == ["Said on Monday 8 May 2023:", f'- {who}: "likes green tea"']
+    lines = block.rstrip("\n").splitlines()
+    assert lines[1:] == ["Said on Monday 8 May 2023:", f"- {who}: likes green tea"]
 
 
 def test_evidence_block_text() -> None:
@@ -129,11 +126,7 @@ def test_evidence_block_text() -> None:
         [_capsule("r2", NOW - DAY, "assistant", score=3.0), _capsule("t2", NOW - DAY, score=1.0)],
     )
     assert evidence_block(report, Packing(now=NOW)) == (
-        _header(NOW)
-        + "\nSaid yesterday:"
-        + '\n- I said: "excerpt t2"'
-        + '\n- you said: "excerpt r2"\n\n'
-        + MESSAGE_MARK
+        _header(NOW) + "\nSaid yesterday:" + "\n- user: excerpt t2" + "\n- you: excerpt r2\n\n"
     )
     assert "today is Thursday 18 May 2023" in _header(NOW)
     assert evidence_block(None, Packing(now=NOW)) == ""
@@ -151,9 +144,9 @@ def test_a_cut_line_ends_in_an_ellipsis_and_the_header_alone_says_how_to_fetch()
         ],
     )
     text = evidence_block(report, Packing(fetchable=True, now=NOW))
-    lines = text.removesuffix(MESSAGE_MARK).rstrip("\n").splitlines()
+    lines = text.rstrip("\n").splitlines()
     assert lines[0].endswith(CUT_NOTE)
-    assert '- I said: "excerpt t2…"' in lines and '- you said: "excerpt r2"' in lines
+    assert "- user: excerpt t2…" in lines and "- you: excerpt r2" in lines
     # said once: no key, no list of keys, nothing about fetching beside a capsule
     assert text.count("fetch_record") == 1
     assert not any(key in text for key in ("t2", "t7", "r2") if f"excerpt {key}" not in text)
@@ -174,9 +167,9 @@ def test_the_header_says_where_the_lines_come_from() -> None:
         )
         return block.splitlines()[0]
 
-    assert first(here).startswith(FROM_HERE + ", ")
-    assert first(there).startswith(FROM_OTHERS + ", ")
-    assert first(here + there).startswith(FROM_BOTH + ", ")
+    assert first(here).startswith(FROM_HERE + " (")
+    assert first(there).startswith(FROM_OTHERS + " (")
+    assert first(here + there).startswith(FROM_BOTH + " (")
 
 
 def test_one_line_for_each_day_oldest_first() -> None:
@@ -189,18 +182,13 @@ def test_one_line_for_each_day_oldest_first() -> None:
             _capsule("r2", MONDAY, "assistant", score=1.0),
         ],
     )
-    lines = (
-        evidence_block(report, Packing(now=NOW))
-        .removesuffix(MESSAGE_MARK)
-        .rstrip("\n")
-        .splitlines()
-    )
+    lines = evidence_block(report, Packing(now=NOW)).rstrip("\n").splitlines()
     assert lines[1:] == [
         "Said on Monday 8 May 2023:",
-        '- I said: "excerpt t2"',
-        '- you said: "excerpt r2"',
+        "- user: excerpt t2",
+        "- you: excerpt r2",
         "Said yesterday:",
-        '- I said: "excerpt t9"',
+        "- user: excerpt t9",
     ]
 
 
@@ -264,7 +252,7 @@ def test_without_scores_capsules_are_packed_by_recoverability() -> None:
     stale = RetentionCandidate("t1", "excerpt t1", 0, 24.0 * 60, 0.0, "user", MONDAY)
     used = RetentionCandidate("t2", "excerpt t2", 9, 24.0 * 60, 0.0, "user", MONDAY)
     fresh = RetentionCandidate("t3", "excerpt t3", 0, 1.0, 0.0, "user", MONDAY)
-    one = est_tokens('- I said: "excerpt t1"\n')
+    one = est_tokens("- user: excerpt t1\n")
     two = next(
         b
         for b in range(300)
@@ -308,11 +296,11 @@ def test_packing_goes_by_score_and_the_block_by_time() -> None:
     report = retain_within_budget(candidates, 1000)
     assert [c.id for c in report.capsules] == ["t2", "t1"]  # best match packed first
     block = evidence_block(report, Packing(now=NOW))
-    assert block.removesuffix(MESSAGE_MARK).rstrip("\n").splitlines()[1:] == [
+    assert block.rstrip("\n").splitlines()[1:] == [
         "Said on Monday 8 May 2023:",
-        '- I said: "an old remark"',
+        "- user: an old remark",
         "Said on Tuesday 9 May 2023:",
-        f'- I said: "{FACT}"',
+        f"- user: {FACT}",
     ]
 
 
@@ -330,13 +318,13 @@ async def test_recall_shows_each_message_with_its_day_and_speaker(store: Store) 
     report = response.retained_evidence
     assert report is not None
     block = evidence_block(report, Packing(now=NOW))
-    lines = block.removesuffix(MESSAGE_MARK).rstrip("\n").splitlines()
+    lines = block.rstrip("\n").splitlines()
     assert lines[0] == _header(NOW)
     assert lines[1] == "Said on Monday 8 May 2023:"
-    assert lines[2] == f'- I said: "Please remember: {FACT}."'
-    assert lines[3] == '- you said: "I will remember that."'
+    assert lines[2] == f"- user: Please remember: {FACT}."
+    assert lines[3] == "- you: I will remember that."
     yesterday = lines.index("Said yesterday:")
-    assert '- you said: "Maybe a walk by the harbor."' in lines[yesterday:]
+    assert "- you: Maybe a walk by the harbor." in lines[yesterday:]
     keys = [c.retrieval_key for c in chronological(report.capsules)]
     assert keys[:2] == [fact_key, "r" + fact_key[1:]]
     assert all(c.whole for c in report.capsules) and "fetch_record" not in block
@@ -381,12 +369,12 @@ async def test_a_cut_line_is_fetched_whole_by_its_first_words(store: Store) -> N
             packing=Packing(fetchable=True),
         )
     )
-    lines = response.block.removesuffix(MESSAGE_MARK).rstrip("\n").splitlines()
+    lines = response.block.rstrip("\n").splitlines()
     assert lines[0].endswith(CUT_NOTE)
-    cut = next(line for line in lines if line.endswith('…"'))
+    cut = next(line for line in lines if line.endswith("…"))
     assert "4417" in cut and "t1" not in response.block  # no keys in the block
-    words = cut.removeprefix('- I said: "').rstrip('"').rstrip("…").split()[:8]
-    record = await engine.fetch('"' + " ".join(words) + '…"')  # quoted, as the block has it
+    words = cut.removeprefix("- user: ").rstrip("…").split()[:8]
+    record = await engine.fetch('"' + " ".join(words) + '…"')  # quoted by the model: it works
     assert record is not None and record.content == long
     assert await engine.fetch("words nobody ever said") is None
     assert (await engine.fetch("t1")) == record  # a key still works
