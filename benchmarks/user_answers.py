@@ -18,7 +18,8 @@ and whether the reply was a failure a person would see (empty, a tool call
 in text, a placeholder: newt.non_answers, or a non-zero exit). `--ceiling`
 also asks the model the same questions with only the fact's message and the
 question in a minimal prompt, on one llama-server: the model's own ceiling.
-`--home DIR` keeps (or reuses) the planted home. The model defaults to the
+`--home DIR` keeps (or reuses) the planted home; reused with `--model`, the
+same life is asked of another model. The model defaults to the
 catalogue's Qwen2.5-Coder-1.5B-Instruct in ~/.cache/newt-llama
 (scripts/get_llama_server.sh puts it there). docs/benchmarks.md keeps the
 current table.
@@ -178,7 +179,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         setup_home(home, model, args.window)
         planted = await plant(home, data, window)
         (home / "planted").write_text(json.dumps(planted), encoding="utf-8")
-    else:
+    else:  # the same life asked of this model (its config rewritten, the log kept)
+        setup_home(home, model, args.window)
         planted = json.loads((home / "planted").read_text(encoding="utf-8"))
     rows = []
     for question in data["question"]:
