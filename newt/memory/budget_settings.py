@@ -88,23 +88,6 @@ class BudgetSettings:
         """Turn calibration on from figures learned earlier for this model."""
         self.estimator.seed(ratio, per_message_tokens, per_reply_tokens)
 
-    def calibration_state(self) -> dict[str, object] | None:
-        """What the estimate's fit has seen, to persist per model (None: nothing yet)."""
-        return self.estimator.state()
-
-    def restore_calibration(self, state: object) -> bool:
-        """Go on from a fit persisted earlier for this model (False: not one)."""
-        return self.estimator.restore_state(state)
-
-    @property
-    def calibration_anchor(self) -> dict[str, float] | None:
-        """This conversation's last report, as calibration pairs the next with it."""
-        return self.estimator.anchor
-
-    @calibration_anchor.setter
-    def calibration_anchor(self, value: object) -> None:
-        self.estimator.anchor = value
-
     @property
     def learned_glue(self) -> tuple[float, float] | None:
         """Template tokens per message and per reply, once reports shaped them."""

@@ -29,12 +29,9 @@ or removed since the last report gets better:
   observation far off the current fit (a request that carried tool results
   or recall capsules) is ignored.
 
-What the fit has seen is persisted with its weight (`Calibrator.state`: the
-normal equations' sums, in the capability cache per model), and so is the
-last report's prompt shape per conversation (`Calibrator.previous`), so a
-reopened conversation, `newt -c -p` one report a process included, learns
-from the same changes and reaches the same fit as a session that stayed open
-(the ratio and glues are also kept as a point, for older newts). A restore is
+The ratio and both glues are persisted (the capability cache) and seed the
+next session, as a point: what the fit has seen is not, so a process that
+sees one report (`newt -c -p`) learns from one whole prompt. A restore is
 exact whatever the fit when the turns after the last compaction record carry
 usage: a reported reply costs its completion_tokens, which the durable log
 keeps.
@@ -232,50 +229,6 @@ class Calibrator:
     @classmethod
     def from_estimation(cls, est: Estimator) -> Calibrator:
         return cls(float(est.chars_per_token))
-
-    def state(self) -> dict[str, object]:
-        """What the fit has seen, with its weight: the normal equations' sums, the
-        prior and the count. Persisted per model (the capability cache), so a
-        session that opens later, `newt -c -p` one report at a time included,
-        goes on with the same fit a long session would have, not a point."""
-        return {
-            "xtx": [row[:] for row in self._xtx],
-            "xty": self._xty[:],
-            "prior": [[*row.x, row.y, row.w] for row in self._prior],
-            "observations": self.observations,
-        }
-
-    @classmethod
-    def from_state(cls, state: object) -> Calibrator | None:
-        """A calibrator that goes on from `state()`; None when it is not one."""
-        try:
-            assert isinstance(state, dict)
-            xtx = [[float(v) for v in row] for row in state["xtx"]]
-            xty = [float(v) for v in state["xty"]]
-            prior = [tuple(float(v) for v in row) for row in state["prior"]]
-            if len(xtx) != 3 or any(len(r) != 3 for r in xtx) or len(xty) != 3:
-                return None
-            if len(prior) != 3 or any(len(r) != 5 for r in prior):
-                return None
-            observations = int(state["observations"])
-        except (AssertionError, KeyError, TypeError, ValueError):
-            return None
-        cal = cls()
-        cal._xtx, cal._xty, cal.observations = xtx, xty, observations
-        cal._prior = tuple(_Row((r[0], r[1], r[2]), r[3], r[4]) for r in prior)  # type: ignore[assignment]
-        cal._solve()
-        return cal
-
-    @property
-    def previous(self) -> tuple[PromptShape, int] | None:
-        """The last report's prompt shape and tokens: the next report is the change
-        since it. Persisted per conversation, so a reopened conversation learns
-        from that change as the open one would have."""
-        return self._previous
-
-    @previous.setter
-    def previous(self, value: tuple[PromptShape, int] | None) -> None:
-        self._previous = value
 
     @property
     def chars_per_token(self) -> float:

@@ -17,7 +17,6 @@ which mode answers them.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -109,43 +108,3 @@ class TurnEstimator:
         self._last_prompt = None
         if self.calibrator is not None:
             self.calibrator.new_conversation()
-
-    # -- what outlives the process ------------------------------------------
-
-    def state(self) -> dict[str, object] | None:
-        """What the fit has seen (to persist per model), once a report shaped it."""
-        cal = self.calibrator
-        return cal.state() if cal is not None and cal.observations else None
-
-    def restore_state(self, state: object) -> bool:
-        """Go on from a persisted fit; False (nothing changed) when it is not one."""
-        restored = Calibrator.from_state(state)
-        if restored is None:
-            return False
-        self.calibrate(restored)
-        return True
-
-    @property
-    def anchor(self) -> dict[str, float] | None:
-        """The last report's prompt shape and tokens in this conversation (to persist)."""
-        previous = self.calibrator.previous if self.calibrator is not None else None
-        if previous is None:
-            return None
-        shape, tokens = previous
-        return {**dataclasses.asdict(shape), "tokens": tokens}
-
-    @anchor.setter
-    def anchor(self, value: object) -> None:
-        """A reopened conversation's last report: the next one is the change since."""
-        if self.calibrator is None or not isinstance(value, dict):
-            return
-        try:
-            shape = PromptShape(
-                float(value["pieces"]),
-                int(value["prompt_side"]),
-                int(value["replies"]),
-                int(value["reported"]),
-            )
-            self.calibrator.previous = (shape, int(value["tokens"]))
-        except (KeyError, TypeError, ValueError):
-            return

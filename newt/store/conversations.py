@@ -101,21 +101,6 @@ class ConversationRepo:
             )
         return Conversation(conv_id, title, model, base_url, now, now, 0, incognito=incognito)
 
-    async def calibration_anchor(self, conv_id: str) -> str | None:
-        """The last report's prompt shape in this conversation (JSON), if any."""
-        cur = await self.db.conn.execute(
-            "SELECT calibration_anchor FROM conversations WHERE id = ?", (conv_id,)
-        )
-        row = await cur.fetchone()
-        await cur.close()
-        return str(row[0]) if row is not None and row[0] is not None else None
-
-    async def set_calibration_anchor(self, conv_id: str, anchor: str | None) -> None:
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                "UPDATE conversations SET calibration_anchor = ? WHERE id = ?", (anchor, conv_id)
-            )
-
     async def rename(self, conv_id: str, title: str) -> None:
         """Give a conversation the user's own title (one line, not empty)."""
         title = " ".join(title.split())

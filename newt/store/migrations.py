@@ -367,16 +367,6 @@ async def m015_stopped_for_length(conn: aiosqlite.Connection) -> None:
     )
 
 
-async def m016_calibration_state(conn: aiosqlite.Connection) -> None:
-    # JSON: the estimate's fit with its weight (per model), the last report's prompt
-    # shape (per conversation): `newt -c -p` learns as an open session (calibration.py)
-    await run_script(
-        conn,
-        "ALTER TABLE model_capabilities ADD COLUMN calibration TEXT;\n"
-        "ALTER TABLE conversations ADD COLUMN calibration_anchor TEXT;\n",
-    )
-
-
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "memory_records", m002_memory_records),
@@ -393,7 +383,6 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (13, "imports", m013_imports),
     (14, "summaries_indexed_alone", m014_summaries_indexed_alone),
     (15, "stopped_for_length", m015_stopped_for_length),
-    (16, "calibration_state", m016_calibration_state),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

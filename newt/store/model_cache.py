@@ -16,7 +16,6 @@ _FIELDS = (
     "chars_per_token",
     "per_message_tokens",
     "per_reply_tokens",
-    "calibration",
 )
 
 
@@ -44,7 +43,6 @@ class CapabilityRepo:
             chars_per_token=row["chars_per_token"],
             per_message_tokens=row["per_message_tokens"],
             per_reply_tokens=row["per_reply_tokens"],
-            calibration=row["calibration"],
             updated_at=row["updated_at"],
         )
 
@@ -60,7 +58,6 @@ class CapabilityRepo:
             cap.chars_per_token,
             cap.per_message_tokens,
             cap.per_reply_tokens,
-            cap.calibration,
         )
         async with self.db.transaction() as conn:
             await conn.execute(

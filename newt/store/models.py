@@ -127,6 +127,4 @@ class ModelCapabilities:
     chars_per_token: float | None = None
     per_message_tokens: float | None = None
     per_reply_tokens: float | None = None
-    calibration: str | None = None
-    """What the estimate's fit has seen, as JSON (newt.memory.calibration.Calibrator.state)."""
     updated_at: float = 0.0

@@ -173,24 +173,6 @@ class ConversationLog:
                 f"t{turn_id}.{n}", "turn", content, conversation_id=conv_id, role="tool"
             )
 
-    async def keep_calibration_anchor(self, anchor: dict[str, object] | None) -> None:
-        """The last report's prompt shape (and the model it was sent to): a
-        reopened conversation learns from the change since it (calibration)."""
-        if self.conversation is not None and anchor is not None:
-            await self.store.conversations.set_calibration_anchor(
-                self.conversation.id, json.dumps(anchor)
-            )
-
-    async def calibration_anchor(self) -> dict[str, object] | None:
-        if self.conversation is None:
-            return None
-        text = await self.store.conversations.calibration_anchor(self.conversation.id)
-        try:
-            anchor = json.loads(text) if text else None
-        except ValueError:
-            return None
-        return anchor if isinstance(anchor, dict) else None
-
     async def fail(self, turn_id: int, message: str) -> None:
         await self.store.turns.fail(turn_id, message)
         self._settled()

@@ -26,7 +26,6 @@ from newt.agent.session.export import export_conversation
 from newt.agent.session.model_link import ModelLink
 from newt.agent.session.settings import SettingsControls
 from newt.agent.tools.mcp import McpTools
-from newt.memory.provider_features import Calibrating
 from newt.memory.restore import conversation_turns_from_log
 from newt.recall import RetentionReport
 from newt.store import Conversation, Store
@@ -138,9 +137,6 @@ class ConversationLifecycle:
         provider.reset()
         stored = await self.log.load(conv)
         provider.restore_turns(conversation_turns_from_log(stored))
-        anchor = await self.log.calibration_anchor()
-        if isinstance(provider, Calibrating) and anchor and anchor.get("model") == self.link.model:
-            provider.calibration_anchor = anchor  # the next report is the change since
         await self.settings.for_loaded(conv, live_rows(stored))  # before any figure is read
         self.log.track_resident(stored, provider.resident_turns())
         self.last_retention = None

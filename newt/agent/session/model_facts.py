@@ -8,8 +8,6 @@ overflow) and the learned token estimate.
 
 from __future__ import annotations
 
-import json
-
 from newt.agent.tools.probe import LOCAL_SERVERS, probe_tool_calls
 from newt.backend import learned_limits as caps
 from newt.backend.client import ChatClient
@@ -37,7 +35,7 @@ class CapabilityTracker:
         self.prompt_rate: float | None = None
         self.live_ceiling: int | None = None
         self.cached: ModelCapabilities | None = None
-        self._saved_estimate: str | None = None
+        self._saved_estimate: tuple[float, ...] | None = None
 
     async def refresh(self, *, probe: bool) -> None:
         """Probe the backend (optionally) and re-resolve budget, tools and ceiling."""
@@ -127,24 +125,18 @@ class CapabilityTracker:
         await caps.record_accepted_prompt(self.repo, self.base_url, self.model, prompt_tokens)
 
     async def remember_estimate(self, provider: MemoryProvider) -> None:
-        """Keep the learned estimate per model for next time: what its fit has
-        seen, with its weight, and the point it gives (ratio and template glue)."""
+        """Keep the learned estimate (ratio and template glue) per model for next time."""
         if not isinstance(provider, Calibrating):
             return
-        ratio, glue, state = (
-            provider.learned_chars_per_token,
-            provider.learned_glue,
-            provider.calibration_state(),
-        )
-        if ratio is None or glue is None or state is None:
+        ratio, glue = provider.learned_chars_per_token, provider.learned_glue
+        if ratio is None or glue is None:
             return
-        learned = json.dumps(state)
+        learned = (float(ratio), *glue)
         if learned == self._saved_estimate:  # skip the read when nothing moved
             return
         cap = await self.repo.get(self.base_url, self.model)
         if cap is None:
             return
-        cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens = (float(ratio), *glue)
-        cap.calibration = learned
+        cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens = learned
         await self.repo.put(cap)
         self._saved_estimate = learned

@@ -12,7 +12,6 @@ current ones.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from newt.agent.session.model_facts import CapabilityTracker
@@ -90,12 +89,7 @@ class ModelLink:
         await self.capabilities.refresh(probe=probe)
         self.provider = self._make_provider()
         cap = self.capabilities.cached
-        if cap is None or not isinstance(self.provider, Calibrating):
-            return
-        state = _json(cap.calibration)
-        if state is not None and self.provider.restore_calibration(state):
-            return  # the fit with what it has seen (newt.memory.calibration)
-        if cap.chars_per_token:  # an older newt kept the point only
+        if cap and cap.chars_per_token and isinstance(self.provider, Calibrating):
             self.provider.set_chars_per_token(
                 cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens
             )
@@ -136,12 +130,3 @@ class ModelLink:
             max_tokens=min(SUMMARY_REPLY_TOKENS, int(cap)),
         )
         return result.text.strip()
-
-
-def _json(text: str | None) -> object | None:
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None

@@ -35,7 +35,6 @@ from newt.backend.errors import (
 )
 from newt.errors import NewtError, describe
 from newt.memory import MemMessage, TurnMetrics, Usage
-from newt.memory.provider_features import Calibrating
 from newt.non_answers import is_answer, kind_of
 from newt.recall import RetentionReport
 from newt.recall.presentation import Packing
@@ -204,9 +203,6 @@ class TurnRunner:
         if tokens_in is not None:
             with contextlib.suppress(Exception):  # a cache write must not fail the turn
                 await s.capabilities.remember_estimate(s.provider)
-                if isinstance(s.provider, Calibrating) and s.provider.calibration_anchor:
-                    anchor = {**s.provider.calibration_anchor, "model": s.capabilities.model}
-                    await s.log.keep_calibration_anchor(anchor)
         compacted = await _retrying(lambda: s.log.persist_compaction(s.provider, p.compact_reason))
         if compacted is None:
             return []

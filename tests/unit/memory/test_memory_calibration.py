@@ -224,33 +224,3 @@ async def test_calibrated_round_trip_with_reported_turns() -> None:
     assert restored.usage() == live.usage()
     assert restored.build_messages("S", "N") == live.build_messages("S", "N")
     assert math.isclose(restored.estimation.chars_per_token, live.estimation.chars_per_token)
-
-
-def test_a_conversation_reopened_for_every_report_learns_as_one_that_stayed_open() -> None:
-    """`newt -c -p` sees one report a process: with the fit's state (its sums, with
-    their weight) and the conversation's last report kept between processes, it
-    learns from the same changes and reaches the same fit as one long session."""
-    one = Calibrator()
-    reopened = Calibrator()
-    sizes = [120.0]
-    for size in [40, 210, 75, 160, 20, 95, 300, 55, 130, 80]:
-        sizes.append(float(size))
-        one.observe_prompt(*simulated_prompt(sizes))
-        state = json.loads(json.dumps(reopened.state()))  # as the database keeps it
-        previous = reopened.previous
-        reopened = Calibrator.from_state(state) or Calibrator()
-        reopened.previous = previous
-        reopened.observe_prompt(*simulated_prompt(sizes))
-    assert reopened.observations == one.observations == 10
-    mine, theirs = reopened.estimation, one.estimation
-    assert mine.chars_per_token == pytest.approx(theirs.chars_per_token, rel=1e-9)
-    assert mine.per_message_tokens == pytest.approx(theirs.per_message_tokens, rel=1e-9)
-    assert mine.per_reply_tokens == pytest.approx(theirs.per_reply_tokens, rel=1e-9)
-    # a point alone (what was kept before) does not: the first report of each
-    # process goes in whole and the weight of what was seen is lost
-    point = Calibrator()
-    for n in range(2, len(sizes) + 1):
-        point = Calibrator(point.chars_per_token, point.per_message_tokens, point.per_reply_tokens)
-        point.observe_prompt(*simulated_prompt(sizes[:n]))
-    assert abs(point.chars_per_token - one.chars_per_token) > 0.05
-    assert Calibrator.from_state({"xtx": "nonsense"}) is None
