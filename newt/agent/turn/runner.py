@@ -44,7 +44,7 @@ _T = TypeVar("_T")
 
 # Attempts to store a finished turn before the reply is saved to a file instead.
 FINISH_ATTEMPTS = 3
-# Tool schemas may take at most 1/TOOLS_MAX_SHARE of the conversation's budget.
+# newt's own tool schemas may take at most 1/TOOLS_MAX_SHARE of the conversation's budget.
 TOOLS_MAX_SHARE = 3
 # A turn that ends with no answer says so, and which way (newt.non_answers); the
 # user's words stay in the conversation (ctrl+r / `newt -c -p` asks again).
@@ -238,8 +238,20 @@ class TurnRunner:
             conversation_id=conversation.id if conversation is not None else "",
         )
 
+    def _memory_tools_fit(self) -> bool:
+        """Whether newt's own tools leave the conversation room: over a third of
+        what it may fill (a small window) they do not, and are not offered this
+        turn; memory rides in the request anyway (`[backend] tools = "on"`
+        offers them; an MCP server's tools, the user's choice, always go)."""
+        usage = self.s.provider.usage()
+        if usage is None or self.s.capabilities.config.backend.tools != "auto":
+            return True
+        return self.fit.all_schema_tokens() * TOOLS_MAX_SHARE <= usage[2]
+
     async def _request(self) -> AsyncGenerator[ev.AgentEvent, None]:
         s, p = self.s, self.p
+        if not self._memory_tools_fit():
+            s.tool_schemas, s.tools = [], {}
         if s.tool_schemas:  # newt's own llama-server: does this model call tools at all?
             await s.capabilities.probe_tools(s.client, s.system_prompt)
         if s.extra_tools is not None and s.capabilities.supports_tools is not False:
@@ -248,12 +260,6 @@ class TurnRunner:
                 yield ev.Notice(message)
             s.tools = {**s.tools, **s.extra_tools.handlers()}
             s.tool_schemas = [*s.tool_schemas, *s.extra_tools.schemas()]
-        usage = s.provider.usage()
-        small = usage is not None and self.fit.all_schema_tokens() * TOOLS_MAX_SHARE > usage[2]
-        if small and s.capabilities.config.backend.tools == "auto":
-            # tools that would take over a third of what the conversation may
-            # fill (a small window) leave too little for it: none this turn
-            s.tool_schemas = []
         system = self._build()[0].content  # as sent: the prompt with the notes
         fixed = s.tokens_for(system) + self.fit.all_schema_tokens()
         gathered = await s.evidence.gather(
