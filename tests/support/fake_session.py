@@ -77,6 +77,7 @@ class Step:
     delay: float = 0.0
     error: str | None = None
     retryable: bool = True
+    error_kind: str = "BackendError"
     tool: tuple[str, dict[str, Any], str] | None = None
     report: RetentionReport | None = None
     raise_exc: Exception | None = None
@@ -191,7 +192,7 @@ class FakeSession:
                 yield ev.ToolCallFinished("call-1", name, result)
             if step.error is not None:
                 turn.status = "failed"
-                yield ev.TurnError(step.error, step.retryable, "BackendError")
+                yield ev.TurnError(step.error, step.retryable, step.error_kind)
                 yield ev.TurnDone(turn.id, "", "failed")
                 return
             for i in range(0, len(step.text), step.chunk):

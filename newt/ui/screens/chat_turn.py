@@ -171,6 +171,9 @@ async def after_turn(
 
 def turn_failed(screen: TurnHost, text: str, error: ev.TurnError) -> None:
     message = clean(error.message)
+    if error.kind == "NoAnswer":  # the words are stored as said: ask again in place
+        message += "; ctrl+r asks again"
+        text = ""
     screen.notify(message, title="The reply failed", severity="error", markup=False)
     screen.call_later(
         screen.log_view.append, ErrorEntry(message, text if error.retryable else None)

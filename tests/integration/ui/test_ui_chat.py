@@ -11,7 +11,7 @@ from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
 from newt.ui.widgets.chat_log import ChatLog
-from newt.ui.widgets.entries import NoticeEntry
+from newt.ui.widgets.entries import ErrorEntry, NoticeEntry
 from newt.ui.widgets.messages import (
     STOP_HINT,
     AssistantMessage,
@@ -556,3 +556,22 @@ async def test_a_large_message_is_judged_by_the_servers_count() -> None:
         await pilot.press("enter")
         await wait_idle(pilot, screen)
         assert session.sent == [medium]
+
+
+async def test_a_turn_with_no_answer_says_so_and_ctrl_r_asks_again() -> None:
+    """The words are stored as said (they stay in memory): the box is not refilled
+    with them, which would send them twice; the error says ctrl+r asks again."""
+    session = FakeSession()
+    session.script(
+        Step(error="the model gave no answer (an empty reply)", retryable=False,
+             error_kind="NoAnswer"),
+        Step(text="Biscuit."),
+    )  # fmt: skip
+    app = make_app(session)
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = await chat_ready(pilot)
+        await type_and_send(pilot, "What is our dog called?")
+        await wait_idle(pilot, screen)
+        shown = [e.message for e in screen.log_view.entries if isinstance(e, ErrorEntry)]
+        assert shown and shown[-1].endswith("ctrl+r asks again")
+        assert screen.prompt.text == ""
