@@ -27,7 +27,7 @@ from tests.support.fake_openai import ErrorReply, FakeOpenAI, Reply
 from tests.support.homes import config_for
 from tests.support.pilot import chat_ready, type_and_send, wait_idle
 
-LONG = "word " * 400  # ~500 tokens: with it nothing older fits the budget
+LONG = "word " * 240  # ~300 tokens: with it nothing older fits the budget (it alone does)
 SHORT = "word " * 60
 SUMMARY = "SUMMARY of alpha"
 # Markup and a terminal escape in the first turn: shown literally, never live.
