@@ -55,7 +55,7 @@ def test_imported_history_answers_with_its_own_date(tmp_path: Path) -> None:
 
         sent = last_sent(url)
         assert SAID in sent  # the imported turn, verbatim
-        assert "On Monday 8 May 2023:" in sent  # under the day it was said
+        assert "Said on Monday 8 May 2023:" in sent  # under the day it was said
         assert date.today().strftime("%B %Y") != "May 2023"  # else the date proves nothing
 
         sidebar = "\n".join(line[WIDTH - SIDEBAR :] for line in screen.splitlines())
