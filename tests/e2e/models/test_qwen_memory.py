@@ -1,9 +1,9 @@
 """End to end with a model that reads: Qwen2.5-Coder-1.5B-Instruct on
 the real llama-server at a 1,024-token window, run as newt runs its own server.
 
-A fact is told first; six long turns fold it out of the window (checked); asked at
-the end, the reply has it. Then it is corrected, two more long turns pass, and asked
-again the reply has the new value. Every stored reply is an answer, never a tool call
+A fact is told first; nine long turns fold it out of the window (checked); asked at
+the end, the reply has it. Then it is corrected, five more long turns fold the correction
+away too, and asked again the reply has the new value (read last among the recalled lines). Every stored reply is an answer, never a tool call
 written as text, and the compaction summaries the model writes hold the folded fact.
 At 2,048 tokens eleven such turns never filled the budget, hence 1,024.
 """
@@ -34,6 +34,9 @@ LONG_TURNS = [
     "In about 80 words, explain how the gears on a bicycle make climbing easier.",
     "In about 80 words, describe how honey bees turn nectar into honey.",
     "In about 80 words, explain why the sky looks blue during the day.",
+    "In about 80 words, describe how a violin makes its sound.",
+    "In about 80 words, explain how a compass finds north.",
+    "In about 80 words, describe how bread dough rises in a warm kitchen.",
 ]
 QUESTION = "Which city does my sister Ingrid live in? Answer with the city's name."
 
@@ -91,8 +94,9 @@ async def test_a_fact_folded_away_comes_back_and_its_correction_wins(
     assert "troms" in first.lower(), first
 
     await say(session, "A correction: Ingrid has moved. My sister lives in Bergen now.")
-    for text in LONG_TURNS[:2]:
+    for text in LONG_TURNS[:5]:  # until the correction is folded away too
         await say(session, text)
+    assert session.memory_status().resident_turns < 6
     second = await say(session, QUESTION)
     assert "bergen" in second.lower(), second
 
