@@ -3,7 +3,8 @@ the real llama-server at a 1,024-token window, run as newt runs its own server.
 
 A fact is told first; nine long turns fold it out of the window (checked); asked at
 the end, the reply has it. Then it is corrected, five more long turns fold the correction
-away too, and asked again the reply has the new value (read last among the recalled lines). Every stored reply is an answer, never a tool call
+away too, and asked again the reply has the new value (read last among the recalled
+lines). Every stored reply is an answer, never a tool call
 written as text, and the compaction summaries the model writes hold the folded fact.
 At 2,048 tokens eleven such turns never filled the budget, hence 1,024.
 """
