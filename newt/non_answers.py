@@ -28,8 +28,9 @@ NonAnswer = Literal["empty", "call", "placeholder"]
 # A placeholder is short: a long reply that says "I would check" also says more.
 PLACEHOLDER_MAX_WORDS = 60
 
-_NAME_KEYS = ("name", "function", "tool", "tool_name")
-_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
+# The keys a call written as text names its tool and arguments by (text_calls.py uses them).
+NAME_KEYS = ("name", "function", "tool", "tool_name")
+ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 _DECODER = json.JSONDecoder()
 # How a call written as text opens: a fence, a tag, then one or two braces.
 _CALL_OPEN = re.compile(
@@ -101,13 +102,13 @@ def _call_shaped(obj: object) -> bool:
         obj = inner
     keys = set(obj)
     return (
-        any(k in keys for k in _NAME_KEYS)
-        and any(k in keys for k in _ARGUMENT_KEYS)
-        and keys <= {*_NAME_KEYS, *_ARGUMENT_KEYS, "type", "id"}
+        any(k in keys for k in NAME_KEYS)
+        and any(k in keys for k in ARGUMENT_KEYS)
+        and keys <= {*NAME_KEYS, *ARGUMENT_KEYS, "type", "id"}
     )
 
 
 def _looks_like_a_cut_call(body: str) -> bool:
     """JSON that does not close (cut at the length limit) but opens as a call does."""
     head = re.match(r'\{\s*"(\w+)"\s*:\s*"[^"]*"\s*,\s*"(\w+)"\s*:', body)
-    return head is not None and head[1] in _NAME_KEYS and head[2] in _ARGUMENT_KEYS
+    return head is not None and head[1] in NAME_KEYS and head[2] in ARGUMENT_KEYS

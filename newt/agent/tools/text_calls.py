@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from newt.backend.types import ToolCall
+from newt.non_answers import ARGUMENT_KEYS, NAME_KEYS
 
 # Qwen's own call tag, and the tag its template lists the tools in, which
 # Qwen2.5-Coder-1.5B was seen to wrap its calls in as well
@@ -31,8 +32,6 @@ WRAPPERS = (("<tool_call>", "</tool_call>"), ("<tools>", "</tools>"))
 ECHO_OPEN, ECHO_CLOSE = "<tool_response>", "</tool_response>"
 FENCE = "```"
 FENCE_INFO = ("", "json", "tool_call", "tool_code")
-NAME_KEYS = ("name", "function", "tool", "tool_name")
-ARGUMENT_KEYS = ("arguments", "parameters", "args", "input")
 MAX_HELD_CHARS = 8000  # a call longer than this is prose (or a runaway)
 _DECODER = json.JSONDecoder()
 
