@@ -143,6 +143,13 @@ class CalibratedEstimation:
         return math.ceil(pieces(text) * self._scale() + self.per_message_tokens)
 
 
+# The same estimate at its prior, learned from nothing: the unit the evidence
+# budget and its packing are counted in, so that a conversation gets the same
+# block in every front end and at every point (the learned fit moves with what
+# each process has seen; the guard before sending counts with it).
+STEADY = CalibratedEstimation(PIECE_CHARS, DEFAULT_PER_MESSAGE_TOKENS, DEFAULT_PER_MESSAGE_TOKENS)
+
+
 @dataclass(frozen=True)
 class PromptShape:
     """What calibration needs to know of one prompt as sent."""

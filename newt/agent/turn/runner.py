@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import sqlite3
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -35,6 +36,7 @@ from newt.backend.errors import (
 )
 from newt.errors import NewtError, describe
 from newt.memory import MemMessage, TurnMetrics, Usage
+from newt.memory.calibration import STEADY
 from newt.non_answers import is_answer, kind_of
 from newt.recall import RetentionReport
 from newt.recall.presentation import Packing
@@ -220,20 +222,33 @@ class TurnRunner:
         """The capsules, and the block as it would be sent, that a message
         with this text would carry now (/recall): nothing is stored or counted."""
         s = self.s
-        fixed = s.tokens_for(self._build()[0].content) + self.fit.all_schema_tokens()
         gathered = await s.evidence.gather(
-            self.text, s.log.resident_keys(), fixed, packing=self._packing(), count_hits=False
+            self.text,
+            s.log.resident_keys(),
+            self._fixed_tokens(),
+            packing=self._packing(),
+            count_hits=False,
         )
         return gathered.report, gathered.block
 
+    def _fixed_tokens(self) -> int:
+        """What the system prompt as sent (with the notes) and the tool schemas
+        take, in the evidence's steady unit (`STEADY`)."""
+        s = self.s
+        fixed = STEADY.tokens_for(self._build()[0].content)
+        if s.capabilities.supports_tools is not False and s.tool_schemas:
+            fixed += STEADY.tokens_for(json.dumps(s.tool_schemas))
+        return fixed
+
     def _packing(self) -> Packing:
-        """How this request counts and reads its evidence block: in the
-        provider's own estimate of a message's content (the units the
-        request is counted in)."""
+        """How this request counts and reads its evidence block: in the steady
+        unit (`newt.memory.calibration.STEADY`), not the fit learned so far,
+        so the same conversation gets the same block in every front end (a
+        `newt -c -p` process sees one report; the app, many)."""
         s = self.s
         conversation = s.log.conversation
         return Packing(
-            count=s.content_tokens,
+            count=STEADY.content_tokens,
             fetchable=self.fit.can_fetch_records(),
             conversation_id=conversation.id if conversation is not None else "",
         )
@@ -260,10 +275,8 @@ class TurnRunner:
                 yield ev.Notice(message)
             s.tools = {**s.tools, **s.extra_tools.handlers()}
             s.tool_schemas = [*s.tool_schemas, *s.extra_tools.schemas()]
-        system = self._build()[0].content  # as sent: the prompt with the notes
-        fixed = s.tokens_for(system) + self.fit.all_schema_tokens()
         gathered = await s.evidence.gather(
-            self.text, s.log.resident_keys(), fixed, packing=self._packing()
+            self.text, s.log.resident_keys(), self._fixed_tokens(), packing=self._packing()
         )
         report, p.evidence = gathered.report, gathered.block
         self.last_retention = report
