@@ -19,21 +19,22 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 import tomlkit
 import tomlkit.exceptions
 
 from newt.chat_settings import Preset, SettingsError, parse_presets
+from newt.config_paths import default_db_path, resolve_config_path
 from newt.errors import InputError
 from newt.files import ensure_private_dir, write_private
 from newt.mcp.config import McpConfig, McpConfigError, parse_mcp_section
 from newt.resources import asset_text
 
-APP_NAME = "newt"
 MEMORY_PROVIDERS = ("token_budget", "rolling_window")
 # memory.threshold_pct: below 10% the window holds almost nothing but the newest
 # turn; above 99% no room is left for the estimate's error.
 THRESHOLD_RANGE = (0.10, 0.99)
+# memory.fold_to: 1.00 folds just enough each turn (the request changes every turn).
+FOLD_TO_RANGE = (0.10, 1.00)
 # Keys earlier versions knew, still accepted so an old config file keeps
 # working: the lookup shortcut and the capsule orders they set are gone.
 RETIRED_KEYS = frozenset(
@@ -76,6 +77,9 @@ class MemoryConfig:
     """Explicit context window in tokens; wins over what the backend declares."""
     threshold_pct: float = 0.80
     """Fraction of the context window the conversation may fill, 0.10-0.99 (0.80: 80%)."""
+    fold_to: float = 0.60
+    """Share of that fill a fold leaves, 0.10-1.00: the turns after it append to an
+    unchanged request, which a server's prompt cache reads only once."""
 
 
 @dataclass
@@ -145,34 +149,6 @@ _SECTIONS: dict[str, str] = {
     "recall": "recall",
     "ui": "ui",
 }
-
-
-def home_dir() -> Path | None:
-    home = os.environ.get("NEWT_HOME")
-    return Path(home).expanduser() if home else None
-
-
-def default_config_path() -> Path:
-    home = home_dir()
-    if home:
-        return home / "config.toml"
-    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
-
-
-def default_db_path() -> Path:
-    home = home_dir()
-    if home:
-        return home / "newt.db"
-    return Path(platformdirs.user_data_dir(APP_NAME)) / "newt.db"
-
-
-def resolve_config_path(cli_path: str | os.PathLike[str] | None = None) -> Path:
-    if cli_path:
-        return Path(cli_path).expanduser()
-    env = os.environ.get("NEWT_CONFIG")
-    if env:
-        return Path(env).expanduser()
-    return default_config_path()
 
 
 def _line_of(text: str, dotted: str) -> int | None:
@@ -300,13 +276,17 @@ def _mcp_section(body: Any, path: Path, text: str) -> McpConfig:
 def _validate(cfg: Config, origin: str) -> None:
     if cfg.memory.context_tokens is not None and cfg.memory.context_tokens <= 0:
         raise ConfigError(f"{origin}: memory.context_tokens must be positive")
-    if not THRESHOLD_RANGE[0] <= cfg.memory.threshold_pct <= THRESHOLD_RANGE[1]:
-        # a share of the window, not a percentage: 5 would have been clamped to 0.99
-        raise ConfigError(
-            f"{origin}: memory.threshold_pct must be a fraction from {THRESHOLD_RANGE[0]:.2f} "
-            f"to {THRESHOLD_RANGE[1]:.2f} (0.80 fills 80% of the window), not "
-            f"{cfg.memory.threshold_pct:g}"
-        )
+    for key, (low, high), example in (
+        ("threshold_pct", THRESHOLD_RANGE, "0.80 fills 80% of the window"),
+        ("fold_to", FOLD_TO_RANGE, "0.60 leaves 60% of that fill after a fold"),
+    ):
+        value = getattr(cfg.memory, key)
+        if not low <= value <= high:
+            # a share, not a percentage: 5 would have been clamped
+            raise ConfigError(
+                f"{origin}: memory.{key} must be a fraction from {low:.2f} to {high:.2f} "
+                f"({example}), not {value:g}"
+            )
     if cfg.backend.max_retries < 0:
         raise ConfigError(f"{origin}: backend.max_retries must be 0 or more")
     if cfg.backend.timeout_s <= 0:

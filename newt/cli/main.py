@@ -200,7 +200,8 @@ def _resolve_local(args: argparse.Namespace, config: Config, local: str, stderr:
             return ""
     path = resolve_local(local, stderr=stderr)
     if args.prompt is None and args.command is None and not args.finish_summary:
-        from newt.config import default_config_path, save_local_choice
+        from newt.config import save_local_choice
+        from newt.config_paths import default_config_path
 
         try:
             save_local_choice(config.path or default_config_path(), *remembered_as(local, path))

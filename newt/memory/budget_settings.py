@@ -16,11 +16,13 @@ from newt.memory.types import Estimator
 
 MIN_CONTEXT_TOKENS = 512
 MIN_THRESHOLD, MAX_THRESHOLD = 0.10, 0.99
+MIN_FOLD_TO = 0.10
 
 
 class BudgetSettings:
     max_tokens: int
     threshold_pct: float
+    fold_to: float
     budget_source: str
     estimator: TurnEstimator
     summarizer: Summarizer | None
@@ -29,6 +31,7 @@ class BudgetSettings:
     def _configure(self, max_tokens: int, threshold_pct: float) -> None:
         self.max_tokens = max(int(max_tokens), MIN_CONTEXT_TOKENS)
         self.threshold_pct = min(max(float(threshold_pct), MIN_THRESHOLD), MAX_THRESHOLD)
+        self.fold_to = 1.0
         self.budget_source = "default"
         self.estimator = TurnEstimator()
         self.summarizer = None
@@ -38,6 +41,18 @@ class BudgetSettings:
     def budget(self) -> int:
         # The epsilon keeps e.g. 24000 * 0.8 = 19199.999... from flooring low.
         return math.floor(self.max_tokens * self.threshold_pct + 1e-9)
+
+    @property
+    def fold_target(self) -> int:
+        """What a fold leaves the conversation at: `fold_to` of the budget."""
+        return math.floor(self.budget * self.fold_to + 1e-9)
+
+    def with_fold_to(self, share: float) -> Self:
+        """Fold down to `share` of the budget when it is exceeded, not just under
+        it: the next turns append to a request that stays the same from its
+        start, which a server's prompt cache reads once (docs/design.md section 4)."""
+        self.fold_to = min(max(float(share), MIN_FOLD_TO), 1.0)
+        return self
 
     @property
     def estimation(self) -> Estimator:

@@ -24,6 +24,7 @@ def create_provider(
     budget_source: str = "default",
     max_turns: int = DEFAULT_MAX_TURNS,
     calibrate: bool = False,
+    fold_to: float = 1.0,
 ) -> MemoryProvider:
     """Build the provider named by `[memory] provider` (token_budget by default).
 
@@ -31,7 +32,8 @@ def create_provider(
     newt.backend.learned_limits.resolve_budget) and `budget_source` the source
     that won. `calibrate` learns the token estimate from the backend's reports
     starting from `chars_per_token` (see calibration.py); off, estimates are
-    the plain chars / chars_per_token. rolling_window ignores the
+    the plain chars / chars_per_token. `fold_to`: the share of the budget a
+    fold leaves (1.0: just under it). rolling_window ignores the
     token settings and keeps `max_turns`.
     """
     key = (name or DEFAULT_PROVIDER).strip().lower()
@@ -41,6 +43,7 @@ def create_provider(
             .with_budget(context_tokens, source=budget_source)
             .with_estimation(TokenEstimation(chars_per_token))
             .with_summarizer(summarizer)
+            .with_fold_to(fold_to)
         )
         if calibrate:
             provider.set_chars_per_token(chars_per_token)

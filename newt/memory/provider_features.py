@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol, Self, runtime_checkable
 from newt.memory.provider import MemoryProvider
 
 if TYPE_CHECKING:
-    from newt.memory.token_budget import PendingSummary
+    from newt.memory.budget_summaries import PendingSummary
 
 
 @runtime_checkable

@@ -14,20 +14,16 @@ Not re-entrant: one conversation drives a provider from one task at a time.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from newt.memory.budget_restore import WorkingTurn, plan_restore
-from newt.memory.budget_settings import BudgetSettings
+from newt.memory.budget_summaries import SummaryLedger
 from newt.memory.compaction import (
     RECORD_SHARE,
-    SUMMARIZER_INPUT_SHARE,
     base_summary,
     format_record,
     owed_body,
     owed_folds,
-    write_summary,
 )
-from newt.memory.provider import BaseProvider
 from newt.memory.types import (
     DEFAULT_CONTEXT_TOKENS,
     ConversationTurn,
@@ -35,27 +31,10 @@ from newt.memory.types import (
     TurnMetrics,
 )
 
-
-@dataclass(frozen=True)
-class PendingSummary:
-    """A summary written for the first `turns` unsummarized folded turns.
-
-    `basis` is what it was written from (the previous summary and the folded
-    turns' text): it applies to any provider whose record and unsummarized
-    turns still start from the same basis, so a newt that reloaded the
-    conversation (another process appended a turn meanwhile) can still take it.
-    """
-
-    basis: tuple[str | None, tuple[tuple[str, str], ...]]
-    turns: int
-    summary: str
-    folds: int = 1  # folds owed when it was written: later ones stay owed after it
-
-
 _Turn = WorkingTurn
 
 
-class TokenBudget(BudgetSettings, BaseProvider):
+class TokenBudget(SummaryLedger):
     name = "token_budget"
 
     def __init__(
@@ -181,7 +160,8 @@ class TokenBudget(BudgetSettings, BaseProvider):
         # the newest turn stays, unless alone it leaves the conversation over its
         # budget (a tiny window): the fullness is within the budget after a turn
         older = sum(self._est(t) for t in self._turns[:-1])
-        await self._prune(limit=self.budget, keep=0 if self.used - older > self.budget else 1)
+        keep = 0 if self.used - older > self.budget else 1
+        await self._prune(limit=self.budget, keep=keep, target=self.fold_target)
         self._guard_folded = False
 
     async def compact(self, focus: str | None = None) -> bool:
@@ -206,23 +186,29 @@ class TokenBudget(BudgetSettings, BaseProvider):
         after the turn it precedes in the working set.
         """
         ceiling = self.budget if limit is None else limit
-        if await self._prune(limit=ceiling, keep=0, required=required_tokens):
+        # down to the low-water mark, as after a turn: the next requests keep this one's start
+        target = ceiling - (self.budget - self.fold_target)
+        if await self._prune(limit=ceiling, keep=0, required=required_tokens, target=target):
             self._guard_folded = True
         return self.used + required_tokens <= ceiling
 
     # -- pruning -----------------------------------------------------------
 
-    def _oldest_to_remove(self, *, limit: int, keep: int, required: int, force: bool) -> int:
-        """How many of the oldest turns must go for `used + required <= limit`."""
+    def _oldest_to_remove(
+        self, *, limit: int, keep: int, required: int, force: bool, target: int | None = None
+    ) -> int:
+        """How many of the oldest turns must go, once `used + required` is over
+        `limit`, for it to be at most `target` (default: `limit`)."""
         used = self.used
         if not force and used + required <= limit:
             return 0
+        goal = limit if target is None else min(target, limit)
         if self._record is None:
             # The first fold adds a record: plan with at least the size of
             # one owing a turn, so one round usually suffices.
             used += self._tokens(format_record(self._owed_body(None, [_Turn("", "-")], 1)))
         n = 0
-        while len(self._turns) - n > keep and (force or used + required > limit):
+        while len(self._turns) - n > keep and (force or used + required > goal):
             used -= self._est(self._turns[n])
             n += 1
         return n
@@ -235,31 +221,48 @@ class TokenBudget(BudgetSettings, BaseProvider):
         required: int = 0,
         force: bool = False,
         focus: str | None = None,
+        target: int | None = None,
     ) -> bool:
         """Fold the oldest turns into the record until the target is met, then
         summarize them at once unless summaries are deferred (see
         `with_deferred_summaries`)."""
-        folded = self._fold_until(limit=limit, keep=keep, required=required, force=force)
+        folded = self._fold_until(
+            limit=limit, keep=keep, required=required, force=force, target=target
+        )
         if focus:
             self._focus = focus
         if folded and not self.defer_summaries:
             await self.refresh_summary()
         return folded
 
-    def _fold_until(self, *, limit: int, keep: int, required: int = 0, force: bool = False) -> bool:
+    def _fold_until(
+        self,
+        *,
+        limit: int,
+        keep: int,
+        required: int = 0,
+        force: bool = False,
+        target: int | None = None,
+    ) -> bool:
         """Fold with the owed body (the user's words, no model call): synchronous,
         so nothing can interleave between planning a fold and applying it.
         Repeats when the new record itself pushed `used` back over (it is
         capped, so this ends). One turn's folds (its pre-send guard's and
-        its own) are one step of the record's count."""
+        its own) are one step of the record's count. Once over `limit`, down
+        to `target` (the low-water mark, `fold_target`), so the turns after
+        it append to an unchanged request."""
         folded = False
-        while n := self._oldest_to_remove(limit=limit, keep=keep, required=required, force=force):
+        while n := self._oldest_to_remove(
+            limit=limit, keep=keep, required=required, force=force, target=target
+        ):
             self._unsummarized.extend(self._turns[:n])
             if not folded and not self._guard_folded:
                 self._owed_folds += 1
             summary = base_summary(self._record)
             self._apply(n, self._owed_body(summary, self._unsummarized, self._owed_folds))
             folded, force = True, False
+            if target is not None:  # the record grew with what it owes: on to the mark
+                limit = min(limit, target)
         return folded
 
     def _owed_body(self, summary: str | None, owed: Sequence[_Turn], folds: int) -> str:
@@ -269,70 +272,6 @@ class TokenBudget(BudgetSettings, BaseProvider):
         )
 
     # -- summaries -----------------------------------------------------------
-
-    @property
-    def summary_pending(self) -> bool:
-        """Folded turns wait for a summary (the record carries the owed part)."""
-        return bool(self._unsummarized) and self.summarizer is not None
-
-    @property
-    def summary_overdue(self) -> bool:
-        """More than one fold waits for its summary: the session writes it
-        before the next request rather than let a steady conversation keep
-        preempting it (see BackgroundSummary.settle)."""
-        return self.summary_pending and self._owed_folds > 1
-
-    @property
-    def owed_steps(self) -> int:
-        """Fold steps (a turn's folds count as one) whose summary is not written yet."""
-        return self._owed_folds if self._unsummarized else 0
-
-    @property
-    def summary_reply_tokens(self) -> int:
-        """The most a summary can use: the record's cap (anything longer is cut)."""
-        return self._record_cap()
-
-    async def summarize_pending(self) -> PendingSummary | None:
-        """Write the summary of the folded, unsummarized turns. Mutates nothing:
-        `apply_summary` applies it, so the caller can await this without
-        holding the conversation and apply it between turns."""
-        if not self.summary_pending:
-            return None
-        batch = list(self._unsummarized)
-        basis = self._summary_basis(len(batch))
-        folds = self._owed_folds
-        summary = await self._summarize(batch, basis[0], self._focus)
-        if summary is None:
-            return None
-        self.summary_failure = None
-        return PendingSummary(basis, len(batch), summary, folds)
-
-    def _summary_basis(self, turns: int) -> tuple[str | None, tuple[tuple[str, str], ...]]:
-        folded = tuple((t.user, t.assistant) for t in self._unsummarized[:turns])
-        return base_summary(self._record), folded
-
-    def apply_summary(self, result: PendingSummary | None) -> bool:
-        """Put a finished summary in the record (minting a new pending record).
-        False when it no longer fits: the conversation was reset, or the record
-        or the folded turns it was written from changed."""
-        if result is None or len(self._unsummarized) < result.turns:
-            return False
-        if self._summary_basis(result.turns) != result.basis:
-            return False
-        del self._unsummarized[: result.turns]
-        self._focus = None
-        # folds made while it was written stay owed (at least one if turns are)
-        left = self._owed_folds - result.folds
-        self._owed_folds = max(left, 1) if self._unsummarized else 0
-        body = self._owed_body(result.summary, self._unsummarized, self._owed_folds)
-        self._replace_record(format_record(body))
-        self._fold_until(limit=self.budget, keep=1)
-        return True
-
-    async def refresh_summary(self) -> bool:
-        """Summarize and apply in one step (no turn may run meanwhile)."""
-        return self.apply_summary(await self.summarize_pending())
-
     def _apply(self, n: int, summary: str) -> None:
         removed, self._turns = self._turns[:n], self._turns[n:]
         if self._anchor is not None:
@@ -352,26 +291,6 @@ class TokenBudget(BudgetSettings, BaseProvider):
     def _record_cap(self) -> int:
         frame = self._tokens(format_record(""))
         return max(16, int(self.budget * RECORD_SHARE) - frame)
-
-    async def _summarize(
-        self, removed: Sequence[_Turn], previous: str | None, focus: str | None
-    ) -> str | None:
-        if self.summarizer is None:
-            return None
-        failures: list[str] = []
-        summary = await write_summary(
-            self.summarizer,
-            self.on_pre_compress,
-            [(t.user, t.assistant) for t in removed],
-            previous,
-            focus=focus,
-            input_cap=int(self.budget * SUMMARIZER_INPUT_SHARE),
-            record_cap=self._record_cap(),
-            est=self.estimator.content(),
-            failures=failures,
-        )
-        self.summary_failure = failures[-1] if failures else self.summary_failure
-        return summary
 
     # -- restore -----------------------------------------------------------
 

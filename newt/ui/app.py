@@ -27,7 +27,8 @@ from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from newt.config import Config, default_config_path
+from newt.config import Config
+from newt.config_paths import default_config_path
 from newt.ui.command_palette import SlashCommandProvider
 from newt.ui.errors import describe
 from newt.ui.screens.chat import ChatScreen

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Protocol
 
-from newt.config import default_config_path, save_local_choice
+from newt.config import save_local_choice
+from newt.config_paths import default_config_path
 from newt.ui.format import tokens
 from newt.ui.screens.choice_picker import Choice as PickerChoice
 

@@ -20,6 +20,7 @@ def session_provider(
         config.memory.provider,
         context_tokens=budget.context_tokens,
         threshold_pct=config.memory.threshold_pct,
+        fold_to=config.memory.fold_to,
         chars_per_token=config.estimation.chars_per_token,
         summarizer=summarizer,
         notes=notes,

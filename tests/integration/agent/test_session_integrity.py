@@ -241,6 +241,9 @@ async def test_a_huge_tool_result_is_cut_to_the_window(fake_openai: FakeOpenAI) 
     try:
         fake_openai.script(Reply(text="first " + "long record text " * 2000))
         await run_turn(session, "store something long")
+        # that turn folded: its summary is due before the next request (it would
+        # take the next scripted reply), so let it land first
+        await session.summaries.settle(30)
         # the long words are the reply's: its own record, r<turn>
         key = f"r{(await session.store.turns.for_conversation(session.conversation.id))[0].id}"  # type: ignore[union-attr]
         fake_openai.script(
@@ -251,7 +254,9 @@ async def test_a_huge_tool_result_is_cut_to_the_window(fake_openai: FakeOpenAI) 
         sent = fake_openai.chat_requests[-1].body["messages"][-1]
         assert sent["role"] == "tool"
         assert "result cut to fit the context window" in sent["content"]
-        assert session.estimate_tokens(sent["content"]) <= 2048 // 4
+        # cut to a quarter of the window as counted when it was cut; the fit has
+        # learned from this turn's report since, so allow it some drift
+        assert session.estimate_tokens(sent["content"]) <= 2048 * 0.35
     finally:
         await session.close()
 
@@ -300,8 +305,10 @@ async def test_a_summary_lands_after_another_newt_added_a_turn(fake_openai: Fake
 async def test_a_turn_goes_before_a_summary_still_being_written(fake_openai: FakeOpenAI) -> None:
     """On a one-slot server a summary request would make the user's reply wait
     for the whole summary (62 s measured behind a 600-token one). The turn
-    cancels it; the summary is asked again after the turn and lands."""
-    session = await open_session(fake_openai)
+    cancels it; the summary is asked again after the turn and lands. (Folding
+    just enough each turn, `fold_to = 1.0`: after a low-water fold the summary
+    is due before the next request, test_prefix_kept.py.)"""
+    session = await open_session(fake_openai, SMALL.replace("[recall]", "fold_to = 1.0\n[recall]"))
     try:
         await fill(session, fake_openai, 4)
         await session.summaries.wait(5)

@@ -14,9 +14,9 @@ from newt.config import (
     RecallConfig,
     default_config_text,
     load_config,
-    resolve_config_path,
     save_settings,
 )
+from newt.config_paths import resolve_config_path
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +32,7 @@ def test_defaults_without_a_file(tmp_path: Path) -> None:
     assert cfg.db_path == tmp_path / "home" / "newt.db"
     assert cfg.memory.provider == "token_budget"
     assert cfg.memory.threshold_pct == 0.80
+    assert cfg.memory.fold_to == 0.60
     assert cfg.memory.context_tokens is None
     assert cfg.estimation.chars_per_token == 4
     assert cfg.recall.excerpt_tokens == 120
@@ -94,6 +95,8 @@ def test_precedence_defaults_file_env_cli(tmp_path: Path, monkeypatch: pytest.Mo
         ("[backend]\nmodle = 'x'\n", ["backend.modle", "not a known key", "model"]),
         ("[plugins]\nx = 1\n", ["unknown section [plugins]"]),
         ("[memory]\ncontext_tokens = -5\n", ["memory.context_tokens", "positive"]),
+        ("[memory]\nthreshold_pct = 80\n", ["memory.threshold_pct", "fraction", "not 80"]),
+        ("[memory]\nfold_to = 60\n", ["memory.fold_to", "0.10 to 1.00", "not 60"]),
         ('[recall]\nembeddings_url = "localhost:8081"\n', ["recall.embeddings_url", "http(s)"]),
     ],
 )

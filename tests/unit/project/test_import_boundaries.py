@@ -34,8 +34,8 @@ BELOW_AGENT = (
     "newt.local",
 )
 # What the UI may import of newt: the agent layer (its views, events and
-# session) and the configuration. Never the store, recall, memory or backend.
-UI_ALLOWED = ("newt.ui", "newt.agent", "newt.config")
+# session) and the configuration (and where it lives). Never the store, recall, memory or backend.
+UI_ALLOWED = ("newt.ui", "newt.agent", "newt.config", "newt.config_paths")
 
 
 def module_name(path: Path) -> str:
