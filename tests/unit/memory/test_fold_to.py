@@ -6,6 +6,8 @@ a turn of 300 + 300 characters is 150 tokens.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from newt.memory import MemMessage, TokenBudget, TurnMetrics
 
 U, A = "u" * 300, "a" * 300
@@ -37,7 +39,7 @@ async def test_a_fold_goes_down_to_the_low_water_mark_and_the_next_turns_append(
     folds = [i for i in range(1, len(seen)) if seen[i] != seen[i - 1]]
     # the first fold at the 14th turn (14 x 150 > 2,000), then one every ~7 turns
     assert folds[0] == 13
-    assert all(b - a >= 5 for a, b in zip(folds, folds[1:], strict=False)), folds
+    assert all(b - a >= 5 for a, b in pairwise(folds)), folds
     assert p.used <= p.budget
 
 
