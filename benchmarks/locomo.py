@@ -34,7 +34,8 @@ and every question asked, by its own `newt -c -p` process (libfaketime's
 package `faketime`), so print mode's own recall is what is judged.
 
 `--quick`: one conversation (conv-41), its first 8 sessions, the questions
-whose evidence lies there. `--set` changes newt's config ([recall] keys);
+whose evidence lies there. `--set` changes newt's config ([recall] and
+[memory] keys);
 `--tune` sets a recall tunable (recall.tuning.RecallTuning, e.g.
 neighbour_share=0.8), for experiments; `--played DIR` keeps the played
 databases there and reuses them, so experiments on what happens at question
@@ -331,6 +332,8 @@ def newt_at(
 
 def cli_config(home: Path, window: int, values: Sequence[str]) -> None:
     lines = ["[memory]", f"context_tokens = {window}"]
+    memory = [item.partition("=") for item in values if item.startswith("memory.")]
+    lines += [f"{k.removeprefix('memory.')} = {json.dumps(_typed(v))}" for k, _, v in memory]
     recall = [item.partition("=") for item in values if item.startswith("recall.")]
     if recall:
         lines.append("[recall]")
