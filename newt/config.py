@@ -64,6 +64,9 @@ class BackendConfig:
     local_model: str = ""
     """The model that server runs: a catalogue name, a GGUF path, or empty for SmolLM2
     (the first run's choice, `newt --local NAME` and /model set it)."""
+    local_keep_alive: float = 300.0
+    """Seconds newt's own llama-server stays up after the last newt using it exits, for
+    the next one to find it loaded (0: it stops with newt; env NEWT_LOCAL_KEEP_ALIVE)."""
     tools: str = "auto"
     """Whether the model is offered tools (memory's and MCP servers'): "auto" decides per
     model from what it does (a probe for models newt runs, then its turns); "on", "off"."""
@@ -287,6 +290,8 @@ def _validate(cfg: Config, origin: str) -> None:
                 f"{origin}: memory.{key} must be a fraction from {low:.2f} to {high:.2f} "
                 f"({example}), not {value:g}"
             )
+    if cfg.backend.local_keep_alive < 0:
+        raise ConfigError(f"{origin}: backend.local_keep_alive must be seconds, 0 or more")
     if cfg.backend.max_retries < 0:
         raise ConfigError(f"{origin}: backend.max_retries must be 0 or more")
     if cfg.backend.timeout_s <= 0:
@@ -318,6 +323,8 @@ def load_config(
     _validate(cfg, str(path))
     if environ.get("OPENAI_BASE_URL"):
         cfg.backend.base_url = environ["OPENAI_BASE_URL"]
+    if environ.get("NEWT_LOCAL_KEEP_ALIVE"):
+        cfg.backend.local_keep_alive = _keep_alive(environ["NEWT_LOCAL_KEEP_ALIVE"])
     if base_url:
         cfg.backend.base_url = base_url
     if model:
@@ -339,6 +346,16 @@ def load_config(
     # only the variable the config names: never send an OpenAI key to another server
     cfg.api_key = environ.get(cfg.backend.api_key_env) or None
     return cfg
+
+
+def _keep_alive(raw: str) -> float:
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if seconds < 0:
+        raise ConfigError(f"NEWT_LOCAL_KEEP_ALIVE must be seconds (0 or more), not {raw!r}")
+    return seconds
 
 
 def default_config_text() -> str:

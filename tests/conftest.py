@@ -20,4 +20,6 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("NEWT_HOME", str(home))
     for var in ("NEWT_CONFIG", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
+    # a local model stops with the newt a test runs (test_warm_server.py keeps one warm)
+    monkeypatch.setenv("NEWT_LOCAL_KEEP_ALIVE", "0")
     return home

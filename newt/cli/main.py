@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         " on this machine (default: SmolLM2-135M-Instruct); --local --list shows them",
     )
     parser.add_argument(
+        "--stop",
+        action="store_true",
+        help="with --local: stop the llama-server newt keeps warm after it exits",
+    )
+    parser.add_argument(
         "--list",
         action="store_true",
         help="with --local: the chat models found here and the catalogue, with a recommendation",
@@ -213,14 +218,18 @@ def _resolve_local(args: argparse.Namespace, config: Config, local: str, stderr:
 def _start_local(
     stack: ExitStack, config: Config, path: str, *, explicit_model: str | None
 ) -> ManagedLocal:
-    """Start the managed llama-server (stopped with newt) and point `config` at it:
+    """Start the managed llama-server (or attach to the warm one: newt.local.warm;
+    given up when newt exits) and point `config` at it:
     the default SmolLM2 with its small window, a chosen model with `window_for` it.
     The owner it returns lets the TUI's /model run another model in its place."""
     from pathlib import Path
 
     from newt.agent.local.managed_server import ManagedLocal, managed_server
 
-    server = stack.enter_context(managed_server(Path(path) if path else None))
+    server = managed_server(
+        Path(path) if path else None, keep_alive_s=config.backend.local_keep_alive
+    )
+    stack.enter_context(server)
     owner = ManagedLocal(server, config, model=explicit_model)
     stack.callback(owner.stop)  # whichever model runs by then
     return owner
@@ -255,6 +264,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     stdout, stderr = sys.stdout, sys.stderr
+    if args.stop:
+        if args.local is None or args.local:
+            _err(stderr, "--stop goes with --local: `newt --local --stop`")
+            return EXIT_USAGE
+        from newt.local.warm import stop_servers
+
+        stopped = stop_servers()
+        said = f"stopped {stopped} warm llama-server(s)" if stopped else "no warm llama-server"
+        print(said, file=stdout)
+        return 0
     if args.list:
         if args.local is None or args.local:
             _err(stderr, "--list goes with --local: `newt --local --list`")

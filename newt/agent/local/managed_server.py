@@ -32,6 +32,7 @@ from newt.local.server import (
     default_model_path,
     reply_token_cap,
 )
+from newt.local.warm import WarmLlamaServer
 
 __all__ = ["SMOLLM2", "KnownModel", "ManagedLocal", "known_local_models", "managed_server"]
 
@@ -82,17 +83,26 @@ def known_local_models() -> list[KnownModel]:
 
 
 def managed_server(
-    path: Path | None, *, binary: str | os.PathLike[str] | None = None, port: int | None = None
+    path: Path | None,
+    *,
+    binary: str | os.PathLike[str] | None = None,
+    port: int | None = None,
+    keep_alive_s: float = 0.0,
 ) -> LocalLlamaServer:
     """A managed llama-server for `path`, not yet started: SmolLM2 (None, or its file)
     with its small window, any other model with `window_for` it; replies capped at
     the reserve newt keeps free for them; the model's chat template corrected where
-    it shows the model something to copy wrongly (newt.local.chat_template)."""
+    it shows the model something to copy wrongly (newt.local.chat_template).
+    `keep_alive_s` > 0: a warm one, shared with the next newt (newt.local.warm)."""
     ctx = DEFAULT_CTX if path is None or _same(path, default_model_path()) else window_for(path)
     cap = reply_token_cap(ctx)
     batch = str(PROMPT_BATCH_TOKENS)
     template = template_args(path or default_model_path(), cache_dir())
     args = ["-n", str(cap), "-b", batch, "-ub", batch, *template]
+    if keep_alive_s > 0:
+        return WarmLlamaServer(
+            path, ctx=ctx, binary=binary, port=port, extra_args=args, keep_alive_s=keep_alive_s
+        )
     return LocalLlamaServer(path, ctx=ctx, binary=binary, port=port, extra_args=args)
 
 
@@ -130,7 +140,7 @@ class ManagedLocal:
     ) -> ManagedLocal:
         """Start the server for `path` on the event loop's thread (it dies with that
         thread: PR_SET_PDEATHSIG) and own it. Raises LocalServerError."""
-        server = managed_server(path, binary=binary)
+        server = managed_server(path, binary=binary, keep_alive_s=config.backend.local_keep_alive)
         await server.astart()
         return cls(server, config)
 
@@ -168,20 +178,30 @@ class ManagedLocal:
         return model.title if model is not None and cached_path(model) is None else None
 
     async def switch(self, model: KnownModel) -> None:
-        """Stop the server and start `model` on the same port (the base URL stays),
-        with its window; `config` follows. If it does not start, the model that ran
+        """Stop the server and start `model` on the same port (the base URL stays;
+        a warm one's model gets a port of its own), with its window; `config`
+        follows. If it does not start, the model that ran
         before is started again and LocalServerError says why. Call it on the event
         loop's thread, with no request in flight."""
         old = self.server
-        new = managed_server(model.path, binary=old.binary, port=old.port)
-        old.stop()
+        keep = self.config.backend.local_keep_alive
+        warm = isinstance(old, WarmLlamaServer)
+        # a warm server may be another newt's too: it stays, and the new one gets a port
+        new = managed_server(
+            model.path, binary=old.binary, port=None if warm else old.port, keep_alive_s=keep
+        )
+        if isinstance(old, WarmLlamaServer):
+            old.stop(now=True)  # unless another newt uses it
+        else:
+            old.stop()
         try:
             await new.astart()
         except LocalServerError:
-            again = LocalLlamaServer(old.model_path, ctx=old.ctx, binary=old.binary,
-                                     port=old.port, extra_args=old.extra_args)  # fmt: skip
+            again = managed_server(old.model_path, binary=old.binary,
+                                   port=None if warm else old.port, keep_alive_s=keep)  # fmt: skip
             await again.astart()
             self.server = again
+            _serve(self.config, again)
             raise
         self.server = new
         _serve(self.config, new)

@@ -98,6 +98,7 @@ class ModelLink:
         """Talk to `model` from now on: a new client, capabilities, recall and
         provider (the caller holds the session lock and restores the history)."""
         self.model = self.config.backend.model = model
+        self.base_url = self.config.backend.base_url  # a warm local model has a port of its own
         await self.client.aclose()
         self.client = make_client(self.config, model)
         self.capabilities = CapabilityTracker(
