@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/prefix_reuse.py [--mode inproc|cli|both]
         [--window 2048 --window 8192] [--turns N] [--seed 1] [--examples 1]
-        [--json-out FILE] [--real [--real-model GGUF]]
+        [--json-out FILE] [--fold-to SHARE] [--real [--real-model GGUF]]
 
 A long everyday conversation (seeded, deterministic: short chit-chat,
 questions, personal facts with a question, longer paragraphs; 40 turns at a
@@ -582,13 +582,17 @@ def chat_bodies(fake: FakeOpenAI) -> list[dict[str, Any]]:
     return [r.body for r in fake.chat_requests if isinstance(r.body, dict)]
 
 
-async def play_inproc(home: Path, window: int, texts: list[str], fake: FakeOpenAI) -> None:
+async def play_inproc(
+    home: Path, window: int, texts: list[str], fake: FakeOpenAI, fold_to: float | None
+) -> None:
     """ChatSession in process; the summary owed after a turn lands before the next."""
     os.environ["NEWT_HOME"] = str(home)
     config = Config(path=home / "config.toml", db_path=home / "newt.db")
     config.backend.base_url = fake.base_url
     config.backend.model = MODEL
     config.memory.context_tokens = window
+    if fold_to is not None:
+        config.memory.fold_to = fold_to
     config.recall.embeddings = "off"
     async with await Store.open(config.db_path) as store:
         session = await ChatSession.open(config, store, probe=False)
@@ -614,9 +618,12 @@ def newt_p(home: Path, fake: FakeOpenAI, text: str, *, resume: bool) -> None:
         raise RuntimeError(f"newt -p failed ({done.returncode}): {done.stderr[-600:]}")
 
 
-async def play_cli(home: Path, window: int, texts: list[str], fake: FakeOpenAI) -> None:
+async def play_cli(
+    home: Path, window: int, texts: list[str], fake: FakeOpenAI, fold_to: float | None
+) -> None:
     """Each turn a `newt -c -p` process; its detached summary writer ends before the next."""
-    config = f'[memory]\ncontext_tokens = {window}\n\n[recall]\nembeddings = "off"\n'
+    fold = "" if fold_to is None else f"fold_to = {fold_to}\n"
+    config = f'[memory]\ncontext_tokens = {window}\n{fold}\n[recall]\nembeddings = "off"\n'
     (home / "config.toml").write_text(config, encoding="utf-8")
     flags = ("--finish-summary", "--catch-up-vectors")
     for n, text in enumerate(texts):
@@ -640,7 +647,7 @@ async def one_run(
     try:
         with tempfile.TemporaryDirectory(prefix="newt-prefix-") as tmp:
             play = play_inproc if mode == "inproc" else play_cli
-            await play(Path(tmp), window, texts, fake)
+            await play(Path(tmp), window, texts, fake, args.fold_to)
     finally:
         fake.stop()
     run.seconds = time.perf_counter() - started
@@ -808,6 +815,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--examples", type=int, default=1, help="breaks shown as a diff per run")
     parser.add_argument("--json-out", help="write every request's row here")
+    parser.add_argument(
+        "--fold-to", type=float, default=None, help="[memory] fold_to (default: newt's)"
+    )
     parser.add_argument(
         "--real", action="store_true", help="replay each window's requests on llama-server"
     )
