@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/prefix_reuse.py [--mode inproc|cli|both]
         [--window 2048 --window 8192] [--turns N] [--seed 1] [--examples 1]
-        [--json-out FILE] [--fold-to SHARE] [--real [--real-model GGUF]]
+        [--json-out FILE] [--fold-to SHARE] [--locomo CONV] [--real [--real-model GGUF]]
 
 A long everyday conversation (seeded, deterministic: short chit-chat,
 questions, personal facts with a question, longer paragraphs; 40 turns at a
@@ -15,6 +15,10 @@ was handed (the previous summary's bullets plus one bullet per removed user
 message, the last 12 kept). The window is `[memory] context_tokens` (the fake
 also reports it as n_ctx); recall is by words (`embeddings = "off"`), so
 nothing depends on background embedding.
+
+`--locomo conv-41`: the first turns of a LoCoMo dev conversation instead
+(../shared/data/locomo-dev/; one speaker's lines as the user's, the other's
+as the replies).
 
 Modes (default both):
   inproc  ChatSession in process (the TUI's path); after each turn the
@@ -344,6 +348,28 @@ class Responder:
         )
 
 
+class LocomoResponder(Responder):
+    """`--locomo`: the other speaker's words as the reply to each line."""
+
+    def __init__(self, replies: dict[str, str]) -> None:
+        super().__init__(0)
+        self.replies = replies
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        own = own_words(last_user_text(request))
+        if is_summary(request) or own not in self.replies:
+            return super().__call__(request)
+        return Reply(text=self.replies[own] or "...", chunk_size=4096)
+
+
+def locomo_exchanges(name: str, turns: int) -> dict[str, str]:
+    """The first `turns` exchanges of a LoCoMo dev conversation: line -> reply."""
+    from benchmarks.locomo import load
+
+    dialogue = load(ROOT.parent / "shared" / "data" / "locomo-dev" / f"{name}.json")
+    return {ex.user: ex.reply for ex in dialogue.exchanges[:turns]}
+
+
 # -- rendering and tokens --------------------------------------------------------------
 
 START, END = "<|im_start|>", "<|im_end|>"
@@ -638,10 +664,15 @@ async def play_cli(
 async def one_run(
     window: int, mode: str, turns: int, args: argparse.Namespace
 ) -> tuple[Run, list[dict[str, Any]]]:
-    texts = user_messages(turns, args.seed)
     run = Run(window, mode, turns)
     fake = FakeOpenAI(n_ctx=window, model=MODEL)
-    fake.responder = Responder(args.seed)
+    if args.locomo:
+        replies = locomo_exchanges(args.locomo, turns)
+        texts = list(replies)
+        fake.responder = LocomoResponder(replies)
+    else:
+        texts = user_messages(turns, args.seed)
+        fake.responder = Responder(args.seed)
     fake.start()
     started = time.perf_counter()
     try:
@@ -815,6 +846,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--examples", type=int, default=1, help="breaks shown as a diff per run")
     parser.add_argument("--json-out", help="write every request's row here")
+    parser.add_argument(
+        "--locomo", metavar="CONV", help="play a LoCoMo dev conversation's lines (conv-41)"
+    )
     parser.add_argument(
         "--fold-to", type=float, default=None, help="[memory] fold_to (default: newt's)"
     )
