@@ -7,13 +7,17 @@ background work is still pending: `close_within` stops a session's close
 from waiting on work that ignores its cancel, and whatever tasks are left
 when `main` returns are cancelled again and again for `REAP_GRACE_S`, then
 abandoned (the process exits without them: the store is closed by then and a
-summary still owed is the detached writer's job).
+summary still owed is the detached writer's job). A thread that would still
+hold the exit (not a daemon) after `THREAD_GRACE_S` is left too: the process
+ends with `main`'s code (`os._exit`, output flushed first).
 
 Why: `newt -c -p` must never hang a script. The embedding queue lost the
 one cancel it was sent when it landed as its retry wait ended (Python
 3.11's `asyncio.wait_for` returns the inner result then and drops the
 cancel), kept retrying a dead endpoint, and `asyncio.run` waited for it
-forever. A cancel sent again a moment later lands.
+forever. A cancel sent again a moment later lands. And a detached summary
+writer that two turns' SIGTERMs reached hung for 40 minutes at exit, waiting
+for its store's connection thread.
 """
 
 from __future__ import annotations
@@ -21,6 +25,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import sys
+import threading
+import time
 from collections.abc import Awaitable, Coroutine
 from typing import Any
 
@@ -28,6 +36,7 @@ from typing import Any
 CLOSE_FIRST_WAIT_S = 1.0
 CLOSE_GRACE_S = 5.0
 REAP_GRACE_S = 3.0
+THREAD_GRACE_S = 2.0
 RECANCEL_EVERY_S = 0.2
 
 
@@ -87,7 +96,14 @@ def run_bounded(main: Coroutine[Any, Any, int], *, reap_s: float = REAP_GRACE_S)
     wait for them for ever) and the process ends without them."""
     runner = asyncio.Runner()
     try:
-        return runner.run(main)
+        code = runner.run(main)
+        if _stuck_threads(THREAD_GRACE_S):
+            # a thread nobody will stop (a store's connection a twice-cancelled close
+            # left open) would hold the interpreter's exit for ever
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
     finally:
         survivors = 0
         with contextlib.suppress(BaseException):
@@ -97,3 +113,17 @@ def run_bounded(main: Coroutine[Any, Any, int], *, reap_s: float = REAP_GRACE_S)
             logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         else:
             runner.close()
+
+
+def _stuck_threads(grace_s: float) -> list[threading.Thread]:
+    """Threads other than the main one that would keep the process alive (not
+    daemons), still running after `grace_s` of waiting for them."""
+
+    def keeping() -> list[threading.Thread]:
+        main = threading.main_thread()
+        return [t for t in threading.enumerate() if t is not main and not t.daemon]
+
+    deadline = time.monotonic() + grace_s
+    for thread in keeping():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [t for t in keeping() if t.is_alive()]

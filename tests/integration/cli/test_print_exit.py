@@ -168,3 +168,27 @@ def test_a_task_that_never_stops_is_left_behind() -> None:
     )
     assert result.returncode == 7, result.stderr
     assert time.monotonic() - start < 10 and result.stderr == ""
+
+
+OPEN_THREAD = """
+import asyncio, sys, threading
+from newt.cli.bounded_exit import run_bounded
+
+async def main():
+    # a worker thread nobody stops, as a store left open by a twice-cancelled close
+    threading.Thread(target=threading.Event().wait, name="connection").start()
+    print("said")
+    return 5
+
+sys.exit(run_bounded(main()))
+"""
+
+
+def test_a_thread_that_never_stops_cannot_hold_the_exit() -> None:
+    # a detached summary writer hung 40 minutes at exit on its store's connection thread
+    start = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-c", OPEN_THREAD], capture_output=True, text=True, timeout=EXIT_WITHIN_S
+    )
+    assert (result.returncode, result.stdout) == (5, "said\n"), result.stderr
+    assert time.monotonic() - start < 10
