@@ -11,8 +11,10 @@ it, the others attach to it and its prompt cache); then `newt --local
 --stop`. The model defaults to Qwen2.5-Coder-1.5B-Instruct from
 ~/.cache/newt-llama (scripts/get_llama_server.sh).
 
-Per turn: the process's wall time (start to exit) and the prompt tokens the
-reply's request carried. Run it alone: two llama-servers on two cores crawl.
+Per turn: the process's wall time (start to exit), the part of it before the
+reply streamed (wall time less completion tokens over the reply's tokens a
+second: starting, loading, reading the prompt, recall), and the prompt tokens
+the reply's request carried. Run it alone: two llama-servers on two cores crawl.
 """
 
 from __future__ import annotations
@@ -42,7 +44,10 @@ MESSAGES = [
 ]
 
 
-def newt(home: Path, keep_alive: str, model: str, text: str, *, resume: bool) -> tuple[float, int]:
+def newt(
+    home: Path, keep_alive: str, model: str, text: str, *, resume: bool
+) -> tuple[float, float, int]:
+    """(wall seconds, seconds before the reply streamed, prompt tokens) of one process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NEWT_"))}
     env.update(NEWT_HOME=str(home), NEWT_LOCAL_KEEP_ALIVE=keep_alive)
     argv = [sys.executable, "-m", "newt", "--local", model, *(["-c"] if resume else [])]
@@ -54,16 +59,21 @@ def newt(home: Path, keep_alive: str, model: str, text: str, *, resume: bool) ->
     if done.returncode != 0:
         raise RuntimeError(f"newt failed ({done.returncode}): {done.stderr[-800:]}")
     usage = json.loads(done.stdout).get("usage") or {}
-    return seconds, int(usage.get("prompt_tokens") or 0)
+    writing = (usage.get("completion_tokens") or 0) / (usage.get("tokens_per_second") or 1e9)
+    return seconds, seconds - writing, int(usage.get("prompt_tokens") or 0)
 
 
-def play(keep_alive: str, model: str, turns: int) -> list[tuple[float, int]]:
+def play(keep_alive: str, model: str, turns: int) -> list[tuple[float, float, int]]:
     with tempfile.TemporaryDirectory(prefix="newt-warm-") as tmp:
         home = Path(tmp)
         rows = []
         for n, text in enumerate(MESSAGES[:turns]):
             rows.append(newt(home, keep_alive, model, text, resume=n > 0))
-            print(f"  keep_alive={keep_alive} turn {n + 1}: {rows[-1][0]:.1f} s", flush=True)
+            wall, before, _ = rows[-1]
+            print(
+                f"  keep_alive={keep_alive} turn {n + 1}: {wall:.1f} s ({before:.1f} s before the reply)",
+                flush=True,
+            )
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEWT_")}
         env["NEWT_HOME"] = str(home)
         subprocess.run([sys.executable, "-m", "newt", "--local", "--stop"], env=env, check=True)
@@ -78,15 +88,15 @@ def main() -> None:
     cold = play("0", args.model, args.turns)
     warm = play("120", args.model, args.turns)
     print()
-    print("| turn | prompt tokens | stops with newt (s) | kept warm (s) |")
+    print("| turn | prompt tokens | stops with newt: before the reply / all (s) | kept warm |")
     print("|---|---|---|---|")
-    for n, ((c, tokens), (w, _)) in enumerate(zip(cold, warm, strict=True), 1):
-        print(f"| {n} | {tokens} | {c:.1f} | {w:.1f} |")
-    later_cold = [c for c, _ in cold[1:]]
-    later_warm = [w for w, _ in warm[1:]]
+    for n, ((cw, cb, tokens), (ww, wb, _)) in enumerate(zip(cold, warm, strict=True), 1):
+        print(f"| {n} | {tokens} | {cb:.1f} / {cw:.1f} | {wb:.1f} / {ww:.1f} |")
+    median = statistics.median
     print(
-        f"| turns 2-{args.turns}, median | | {statistics.median(later_cold):.1f} "
-        f"| {statistics.median(later_warm):.1f} |"
+        f"| turns 2-{args.turns}, median | | {median([r[1] for r in cold[1:]]):.1f} / "
+        f"{median([r[0] for r in cold[1:]]):.1f} | {median([r[1] for r in warm[1:]]):.1f} / "
+        f"{median([r[0] for r in warm[1:]]):.1f} |"
     )
 
 
