@@ -70,10 +70,8 @@ def play(keep_alive: str, model: str, turns: int) -> list[tuple[float, float, in
         for n, text in enumerate(MESSAGES[:turns]):
             rows.append(newt(home, keep_alive, model, text, resume=n > 0))
             wall, before, _ = rows[-1]
-            print(
-                f"  keep_alive={keep_alive} turn {n + 1}: {wall:.1f} s ({before:.1f} s before the reply)",
-                flush=True,
-            )
+            said = f"{wall:.1f} s ({before:.1f} s before the reply)"
+            print(f"  keep_alive={keep_alive} turn {n + 1}: {said}", flush=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEWT_")}
         env["NEWT_HOME"] = str(home)
         subprocess.run([sys.executable, "-m", "newt", "--local", "--stop"], env=env, check=True)
