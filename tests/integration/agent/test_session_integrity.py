@@ -263,14 +263,18 @@ async def test_a_huge_tool_result_is_cut_to_the_window(fake_openai: FakeOpenAI) 
 
 @pytest.mark.xfail(
     strict=False,
-    reason="fails on main 2a2ee12 too on this machine since 2026-12-06 (a fresh venv): the"
-    " first newt's summary is refused after its reload and written again; to be found",
+    reason="at this 600-token window the record's cap is smaller than its count line, so"
+    " the landed summary is cut to '…' beside the owed words and written again (the fake's"
+    " echo); with the learned estimate on some machines it fit; a window where the test still"
+    " compacts as scripted and the cap holds a summary is still to be found",
 )
 async def test_a_summary_lands_after_another_newt_added_a_turn(fake_openai: FakeOpenAI) -> None:
     """A quick `newt -c -p` after one that compacted must not make its summary
     vanish: the summary writer reloads the log and applies the summary to the
-    folded turns it was written for (before, it was dropped every time)."""
-    first = await open_session(fake_openai)
+    folded turns it was written for (before, it was dropped every time).
+    Folding just enough each turn: one owed step does not hold the other turn."""
+    config = SMALL.replace("[recall]", "fold_to = 1.0\n[recall]")
+    first = await open_session(fake_openai, config)
     second: ChatSession | None = None
     try:
         await fill(first, fake_openai, 4)
@@ -284,7 +288,7 @@ async def test_a_summary_lands_after_another_newt_added_a_turn(fake_openai: Fake
         assert first.summaries.running
         conv_id = first.conversation.id if first.conversation else ""
 
-        second = await open_session(fake_openai)
+        second = await open_session(fake_openai, config)
         await second.lifecycle.resume(conv_id)
         fake_openai.script(Reply(text="short"))
         assert done_of(await run_turn(second, "hi")).status == "complete"
