@@ -10,7 +10,8 @@ Pure (no I/O) so the parsing rules are tested without a server:
   only at the end (see ``parse_tool_arguments`` for bad JSON);
 - finish_reason: the last non-null one;
 - usage: from whichever chunk carries it (normally the last, with
-  ``choices: []``), including ``prompt_tokens_details.cached_tokens``.
+  ``choices: []``), including ``prompt_tokens_details.cached_tokens`` or
+  llama-server's ``timings.cache_n`` (prompt tokens read from its cache).
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     return value, None
 
 
-def parse_usage(data: Any) -> ChatUsage | None:
+def parse_usage(data: Any, timings: Any = None) -> ChatUsage | None:
+    """The usage object; its cached prompt tokens from OpenAI's
+    `prompt_tokens_details.cached_tokens`, else llama-server's `timings.cache_n`
+    (which it sends beside the usage)."""
     if not isinstance(data, dict):
         return None
     prompt = data.get("prompt_tokens")
@@ -57,6 +61,8 @@ def parse_usage(data: Any) -> ChatUsage | None:
     details = data.get("prompt_tokens_details")
     if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
         cached = details["cached_tokens"]
+    elif isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
+        cached = timings["cache_n"]
     return ChatUsage(prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached)
 
 
@@ -104,7 +110,7 @@ class StreamAccumulator:
         """Take one chunk; return the thinking and answer pieces it added, in order."""
         if not isinstance(chunk, dict):
             raise self._malformed(f"expected a JSON object, got {type(chunk).__name__}")
-        usage = parse_usage(chunk.get("usage"))
+        usage = parse_usage(chunk.get("usage"), chunk.get("timings"))
         if usage is not None:
             self.usage = usage
         choices = chunk.get("choices") or []
@@ -232,7 +238,7 @@ def parse_completion(data: Any) -> ChatResult:
                 delta[name] = message[name]
         finish = choice.get("finish_reason")
         acc.feed({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    acc.usage = parse_usage(data.get("usage"))
+    acc.usage = parse_usage(data.get("usage"), data.get("timings"))
     acc.done = True
     return acc.result()
 

@@ -181,6 +181,8 @@ async def _one_turn(
             "usage": {
                 "prompt_tokens": usage.prompt_tokens if usage else None,
                 "completion_tokens": usage.completion_tokens if usage else None,
+                # read from the server's cache, where it says (cached_tokens, cache_n)
+                "cached_tokens": usage.cached_tokens if usage else None,
                 "tokens_per_second": speed(done),
             },
             # summed over the conversation's replies, this one included

@@ -42,6 +42,8 @@ class MemoryStatus:
     total_completion_tokens: int = 0
     total_replies: int = 0
     total_estimated: int = 0
+    total_cached_tokens: int = 0
+    """Of this session's prompt tokens, those the server read from its cache."""
     """How many of those replies carry newt's estimate instead of a backend report."""
     summary_failure: str | None = None
     """Why the last summary owed could not be written (None: it was, or none was asked)."""
@@ -73,6 +75,7 @@ def memory_status(
         notes_limit=notes.limit,
         last_retention=last_retention,
         total_prompt_tokens=tally.prompt_tokens,
+        total_cached_tokens=tally.cached_tokens,
         total_completion_tokens=tally.completion_tokens,
         total_replies=tally.replies,
         total_estimated=tally.estimated,

@@ -93,7 +93,7 @@ class TurnProgress:
         if self.prompt_tokens is not None:
             return ReplyStats(
                 self.prompt_tokens, self.completion_tokens, seconds, stopped_for_length=cut,
-                first_token_s=self.first_token_s,
+                first_token_s=self.first_token_s, cached_tokens=self.cached_tokens,
             )  # fmt: skip
         completion = tokens_for(self.thinking + self.reply) if self.thinking or self.reply else 0
         return ReplyStats(

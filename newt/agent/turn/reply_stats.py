@@ -51,6 +51,9 @@ class ReplyStats:
     first_token_s: float | None = None
     """The wait for the first token (a slow local model reading its prompt); live
     only (not stored)."""
+    cached_tokens: int | None = None
+    """Prompt tokens the server read from its cache, as it reported them
+    (OpenAI's cached_tokens, llama-server's cache_n); live only."""
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -106,10 +109,14 @@ class TokenTally:
     replies: int = 0
     estimated: int = 0
     """How many of the replies counted carry estimates, not the backend's report."""
+    cached_tokens: int = 0
+    """Prompt tokens the server said it read from its cache, over this session's
+    replies (the count is not stored with a turn)."""
     _seen: set[int] = field(default_factory=set, repr=False)
 
     def reset(self, turns: Iterable[StoredTurn] = ()) -> None:
         self.prompt_tokens = self.completion_tokens = self.replies = self.estimated = 0
+        self.cached_tokens = 0
         self._seen = set()
         for turn in turns:
             if turn.kind == "turn":
@@ -123,3 +130,4 @@ class TokenTally:
         self.completion_tokens += stats.completion_tokens or 0
         self.replies += 1
         self.estimated += int(stats.estimated)
+        self.cached_tokens += stats.cached_tokens or 0

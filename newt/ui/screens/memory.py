@@ -100,6 +100,11 @@ def conversation_tokens(status: MemoryStatus) -> str:
     )
     if estimated:
         text += f" · ~{estimated} estimated (no usage from the backend)"
+    if status.total_cached_tokens:
+        text += (
+            f" · {tokens(status.total_cached_tokens)} of this session's prompt tokens"
+            " read from the server's cache"
+        )
     return text
 
 

@@ -86,7 +86,9 @@ def footer_text(stats: ReplyStats) -> str:
     mark = "~" if stats.estimated else ""
     parts = []
     if stats.prompt_tokens is not None:
-        parts.append(f"{mark}{tokens(stats.prompt_tokens)} prompt")
+        cached = stats.cached_tokens
+        from_cache = f" ({tokens(cached)} from the cache)" if cached else ""
+        parts.append(f"{mark}{tokens(stats.prompt_tokens)} prompt{from_cache}")
     if stats.completion_tokens is not None:
         parts.append(f"{mark}{tokens(stats.completion_tokens)} completion tokens")
     speed = stats.tokens_per_second

@@ -172,3 +172,20 @@ def test_backoff_is_exponential_with_jitter_and_capped():
     assert backoff_delay(10, rand=lambda: 0.0) == 8.0
     assert backoff_delay(0, retry_after=2.5) == 2.5
     assert backoff_delay(0, retry_after=500) == 60.0
+
+
+def test_llama_servers_cache_count_is_the_cached_tokens():
+    # llama-server sends its prompt cache's share in `timings` beside the usage
+    acc = StreamAccumulator()
+    acc.feed({"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]})
+    usage = {"prompt_tokens": 1500, "completion_tokens": 1}
+    acc.feed({"choices": [], "usage": usage, "timings": {"cache_n": 1420, "prompt_n": 80}})
+    assert acc.result().usage == ChatUsage(1500, 1, 1420)
+    # OpenAI's own field wins where both are sent; neither: unknown, not zero
+    both = {**usage, "prompt_tokens_details": {"cached_tokens": 1024}}
+    acc = StreamAccumulator()
+    acc.feed({"choices": [], "usage": both, "timings": {"cache_n": 1420}})
+    assert acc.result().usage == ChatUsage(1500, 1, 1024)
+    acc = StreamAccumulator()
+    acc.feed({"choices": [], "usage": usage})
+    assert acc.result().usage == ChatUsage(1500, 1, None)
