@@ -183,18 +183,13 @@ class TokenBudget(SummaryLedger):
         may go here, the newest too: the new message is not a turn yet, and a
         request that does not fit would fail outright. The record minted here
         stays pending; take it after the turn's sync_turn so it is persisted
-        after the turn it precedes in the working set. With folds to a
-        low-water mark its summary is written here, before the request.
+        after the turn it precedes in the working set.
         """
         ceiling = self.budget if limit is None else limit
         # down to the low-water mark, as after a turn: the next requests keep this one's start
         target = ceiling - (self.budget - self.fold_target)
         if await self._prune(limit=ceiling, keep=0, required=required_tokens, target=target):
             self._guard_folded = True
-            if self.defer_summaries and self.fold_to < 1 and self.summary_pending:
-                # written now, so this request carries it: landing after the turn
-                # it would change the start of the next request too
-                await self.refresh_summary()
         return self.used + required_tokens <= ceiling
 
     # -- pruning -----------------------------------------------------------

@@ -149,9 +149,7 @@ async def test_changes_wait_for_a_reply_in_flight(fake_openai: FakeOpenAI, secon
 async def test_quitting_during_a_background_summary_keeps_the_fallback_record(
     fake_openai: FakeOpenAI,
 ) -> None:
-    # folding just enough: the summary is left to after the turn (a low-water fold
-    # right before a request writes it first)
-    session = await open_session(fake_openai, SMALL.replace("[recall]", "fold_to = 1.0\n[recall]"))
+    session = await open_session(fake_openai)
     await fill(session, fake_openai, 5)
     await session.summaries.wait(5)  # summaries of the folds so far
     fake_openai.script(

@@ -78,19 +78,3 @@ async def test_a_low_water_fold_makes_its_summary_due_at_once() -> None:
     assert (low.summary_overdue, just.summary_overdue) == (True, False)
     await starts(just, 1)
     assert just.summary_overdue  # folding just enough: from the second step
-
-
-async def test_a_fold_right_before_a_request_carries_its_summary() -> None:
-    """The pre-send guard's fold: its summary is written before the request, so
-    the request's start changes once, not again a turn later when it lands."""
-    p = TokenBudget(4000, 0.5).with_fold_to(0.5).with_summarizer(summarize)
-    p.with_deferred_summaries()
-    await starts(p, 12)  # 1,800 of 2,000: no fold yet
-    assert await p.compact_for(400)
-    assert not p.summary_pending
-    assert p.record is not None and "S" in p.record and "No summary written yet" not in p.record
-    just = TokenBudget(4000, 0.5).with_summarizer(summarize)  # fold_to 1.0: left to after
-    just.with_deferred_summaries()
-    await starts(just, 12)
-    assert await just.compact_for(400)
-    assert just.summary_pending
