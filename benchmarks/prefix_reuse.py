@@ -1,4 +1,4 @@
-"""How much of each request could a server that caches the last prompt reuse? (issue 50)
+"""How much of each request could a server that caches the last prompt reuse?
 
     .venv/bin/python benchmarks/prefix_reuse.py [--mode inproc|cli|both]
         [--window 2048 --window 8192] [--turns N] [--seed 1] [--examples 1]

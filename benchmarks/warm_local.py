@@ -1,4 +1,4 @@
-"""What a warm local model saves a `newt -c -p` conversation (issue 50).
+"""What a warm local model saves a `newt -c -p` conversation.
 
     .venv/bin/python benchmarks/warm_local.py [--model GGUF] [--turns 6]
 
