@@ -259,10 +259,14 @@ def summarizer_input(
     estimated tokens holding the previous summary, any pre-compress
     extraction and the removed turns.
 
-    When the turns do not all fit, the oldest removed content is dropped
-    first (a note says so), and the newest turn is cut to its tail if it
-    alone does not fit. The previous summary is cut only if it alone exceeds
-    the cap, keeping its end.
+    When the turns do not all fit, the replies are shortened first (each to
+    an equal share of what the user's messages leave, cut at its end): the
+    user's words are what a fold must not lose (a low-water fold hands over
+    several turns at once, and the oldest, a fact said in passing, used to be
+    the one dropped). Then the oldest removed content is dropped (a note says
+    so), and the newest turn is cut to its tail if it alone does not fit.
+    The previous summary is cut only if it alone exceeds the cap, keeping
+    its end.
     """
     system = prompt.strip()
     if focus:
@@ -280,7 +284,7 @@ def summarizer_input(
 
     parts: list[str] = []
     omitted = False
-    for user, assistant in reversed(removed):
+    for user, assistant in reversed(_replies_shortened(removed, room, sep, est)):
         text = render_turn(user, assistant)
         cost = est.tokens_for(text) + sep
         if cost <= room:
@@ -296,6 +300,28 @@ def summarizer_input(
     if omitted:
         body = OMITTED_NOTE + "\n\n" + body
     return [MemMessage("system", system), MemMessage("user", head + body)]
+
+
+def _replies_shortened(
+    removed: Sequence[Turn], room: int, sep: int, est: Estimator
+) -> Sequence[Turn]:
+    """`removed` with its replies cut to fit `room` beside the whole user
+    messages, when they do not all fit as they are (see summarizer_input)."""
+    cost = sum(est.tokens_for(render_turn(u, a)) + sep for u, a in removed)
+    replies = [a for _, a in removed if a]
+    if cost <= room or not replies:
+        return removed
+    users = sum(est.tokens_for(render_turn(u, "")) + sep for u, _ in removed)
+    frame = est.tokens_for("\nAssistant: …")
+    share = (room - users) // len(replies) - frame
+    if share <= 0:
+        return removed  # not even the user's words fit: the oldest go, as before
+    out: list[Turn] = []
+    for user, reply in removed:
+        if reply and est.tokens_for(reply) > share:
+            reply = reply[: _longest_fitting(reply, share, est, from_end=False)].rstrip() + "…"
+        out.append((user, reply))
+    return out
 
 
 async def write_summary(

@@ -284,15 +284,22 @@ def total(messages: list[MemMessage]) -> int:
     return EST.tokens_for(messages[1].content)
 
 
-def test_summarizer_input_drops_the_oldest_removed_content_first() -> None:
+def test_summarizer_input_shortens_replies_then_drops_the_oldest() -> None:
     removed = [("a" * 400, "b" * 400), ("c" * 400, "d" * 400), ("e" * 40, "f" * 40)]
+    # the user's words all fit: the replies are shortened, no turn is dropped
     messages = summarizer_input("P" * 40, None, removed, cap_tokens=300, est=EST)
     body = messages[1].content
     assert total(messages) <= 300
+    assert OMITTED_NOTE not in body and "b" * 400 not in body and "d" * 400 not in body
+    assert all(f"User: {u}" in body for u in ("a" * 400, "c" * 400, "e" * 40))
+    assert body.index("a" * 400) < body.index("c" * 400) < body.index("e" * 40)
+    # not even the user's words fit: the oldest content goes first
+    messages = summarizer_input("P" * 40, None, removed, cap_tokens=200, est=EST)
+    body = messages[1].content
+    assert total(messages) <= 200
     assert OMITTED_NOTE in body
     assert "a" * 400 not in body and "b" * 400 not in body
-    assert "User: " + "c" * 400 in body and "User: " + "e" * 40 in body
-    assert body.index("c" * 400) < body.index("e" * 40)  # still oldest first
+    assert "User: " + "e" * 40 in body
 
     roomy = summarizer_input("P" * 40, None, removed, cap_tokens=2000, est=EST)
     assert OMITTED_NOTE not in roomy[1].content and "a" * 400 in roomy[1].content
@@ -477,8 +484,8 @@ async def test_a_reopened_conversation_resumes_the_pending_summary() -> None:
     assert reopened.summary_pending
     assert await reopened.refresh_summary()
     sent = summarizer.inputs[0][1].content
-    # the folded turns (turn 0 left out by the input cap), not the resident ones
-    assert f"User: 1{U[1:]}" in sent and OMITTED_NOTE in sent
+    # the folded turns (their replies shortened to fit the input cap), not the resident ones
+    assert f"User: 0{U[1:]}" in sent and f"User: 1{U[1:]}" in sent and A not in sent
     assert f"User: 2{U[1:]}" not in sent and f"User: 3{U[1:]}" not in sent
     assert record_summary(reopened.record or "") == "resumed summary"
 
