@@ -26,6 +26,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
+from newt.local.server import die_with_parent, stop_process
+
 POLL_S = 0.5
 
 
@@ -88,16 +90,6 @@ def live_users(users: Path) -> list[int]:
     return alive
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    """Linux: the kernel stops the server if the keeper is killed outright."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
-
-
 def keep(command: Sequence[str], state: Path, lock: Path, log: Path, keep_alive_s: float) -> int:
     """Run `command` until it exits, a SIGTERM comes, or no lease has been held
     for `keep_alive_s` seconds; then stop it. Returns the server's exit status
@@ -119,7 +111,7 @@ def keep(command: Sequence[str], state: Path, lock: Path, log: Path, keep_alive_
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
         )
     idle_since = time.monotonic()
     while not stopping and child.poll() is None:
@@ -133,12 +125,7 @@ def keep(command: Sequence[str], state: Path, lock: Path, log: Path, keep_alive_
         time.sleep(POLL_S)
     if child.poll() is not None:
         return child.returncode or 0
-    child.terminate()
-    try:
-        child.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait(timeout=5)
+    stop_process(child)
     return 0
 
 

@@ -131,7 +131,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+def die_with_parent() -> None:  # pragma: no cover - runs in the child
     """Linux: have the kernel SIGTERM the server if newt itself is killed.
 
     The signal fires when the *thread* that forked exits, so start() must run
@@ -145,6 +145,17 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """Terminate `process`, then kill it if it ignores that for 5 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
 
 
 class LocalLlamaServer:
@@ -222,7 +233,7 @@ class LocalLlamaServer:
 
     async def astart(self) -> None:
         """start() without blocking the event loop while the model loads."""
-        self._spawn()  # on the loop's own thread: see _die_with_parent
+        self._spawn()  # on the loop's own thread: see die_with_parent
         deadline = time.monotonic() + self.startup_timeout_s
         async with async_client(timeout=2.0) as http:
             while not await self._apoll_health(http):
@@ -233,13 +244,8 @@ class LocalLlamaServer:
     def stop(self) -> None:
         """Terminate, then kill if it ignores us. Safe to call twice."""
         process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
+        if process is not None:
+            stop_process(process)
         if self._atexit is not None:
             atexit.unregister(self._atexit)
             self._atexit = None
@@ -291,7 +297,7 @@ class LocalLlamaServer:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
             )
         self._atexit = self.stop
         atexit.register(self._atexit)

@@ -10,6 +10,7 @@ read alone.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from newt.agent.turn.context import TurnContext
@@ -73,12 +74,13 @@ class RequestFit:
             return False
         return any(t.get("function", {}).get("name") == "fetch_record" for t in s.tool_schemas)
 
-    def all_schema_tokens(self) -> int:
-        """What the tool schemas sent with this request take."""
+    def all_schema_tokens(self, count: Callable[[str], int] | None = None) -> int:
+        """What the tool schemas sent with this request take (by `count`, else
+        the provider's estimate)."""
         s = self.s
         if s.capabilities.supports_tools is False or not s.tool_schemas:
             return 0
-        return s.tokens_for(json.dumps(s.tool_schemas))
+        return (count or s.tokens_for)(json.dumps(s.tool_schemas))
 
     def schema_tokens(self) -> int:
         """Tool schemas count against the window once the backend reported

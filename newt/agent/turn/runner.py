@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sqlite3
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -234,11 +233,8 @@ class TurnRunner:
     def _fixed_tokens(self) -> int:
         """What the system prompt as sent (with the notes) and the tool schemas
         take, in the evidence's steady unit (`STEADY`)."""
-        s = self.s
-        fixed = STEADY.tokens_for(self._build()[0].content)
-        if s.capabilities.supports_tools is not False and s.tool_schemas:
-            fixed += STEADY.tokens_for(json.dumps(s.tool_schemas))
-        return fixed
+        system = self._build()[0].content
+        return STEADY.tokens_for(system) + self.fit.all_schema_tokens(STEADY.tokens_for)
 
     def _packing(self) -> Packing:
         """How this request counts and reads its evidence block: in the steady
