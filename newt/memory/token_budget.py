@@ -32,6 +32,7 @@ from newt.memory.types import (
 )
 
 _Turn = WorkingTurn
+_NEEDS_KEPT = 4  # recent requests whose needs the fold at a turn's end leaves room for
 
 
 class TokenBudget(SummaryLedger):
@@ -57,6 +58,8 @@ class TokenBudget(SummaryLedger):
         self._unsummarized: list[_Turn] = []  # folded; the record's owed part counts them
         self._owed_folds = 0  # fold steps since the last summary landed
         self._guard_folded = False  # this turn's pre-send guard folded (one step with its prune)
+        self._needs: list[int] = []  # what the last requests needed beside the history
+        self._ceiling: int | None = None  # the live ceiling the last request was fitted to
         self._focus: str | None = None
         self.summary_failure: str | None = None  # why the last summary was not written
         self.estimator.new_conversation()
@@ -161,8 +164,20 @@ class TokenBudget(SummaryLedger):
         # budget (a tiny window): the fullness is within the budget after a turn
         older = sum(self._est(t) for t in self._turns[:-1])
         keep = 0 if self.used - older > self.budget else 1
-        await self._prune(limit=self.budget, keep=keep, target=self.fold_target)
+        limit = self._room_for_next()
+        target = limit - (self.budget - self.fold_target)
+        await self._prune(limit=limit, keep=keep, target=target)
         self._guard_folded = False
+
+    def _room_for_next(self) -> int:
+        """What the history may hold after a turn: the budget, less what the
+        next request is expected to need beside it (the most of the last
+        few requests' needs, capsules and reply reserve included). A fold
+        here, at the turn's end, has its summary land before the next
+        request; the pre-send guard's fold would break two requests' start."""
+        if self._ceiling is None or not self._needs:
+            return self.budget
+        return max(0, min(self.budget, self._ceiling - max(self._needs)))
 
     async def compact(self, focus: str | None = None) -> bool:
         """`/compact [focus]`: fold every turn but the newest into the record.
@@ -183,9 +198,16 @@ class TokenBudget(SummaryLedger):
         may go here, the newest too: the new message is not a turn yet, and a
         request that does not fit would fail outright. The record minted here
         stays pending; take it after the turn's sync_turn so it is persisted
-        after the turn it precedes in the working set.
+        after the turn it precedes in the working set. A call with a need
+        is remembered even when nothing folds: the fold at a turn's end
+        leaves room for the next request like it (`_room_for_next`).
         """
         ceiling = self.budget if limit is None else limit
+        if required_tokens > 0 and self._anchor is not None:
+            # a request's need beside a reported history (before a report it holds
+            # the system prompt too): the next turn's end leaves room for one like it
+            self._needs = [*self._needs[1 - _NEEDS_KEPT :], required_tokens]
+            self._ceiling = ceiling
         # down to the low-water mark, as after a turn: the next requests keep this one's start
         target = ceiling - (self.budget - self.fold_target)
         if await self._prune(limit=ceiling, keep=0, required=required_tokens, target=target):

@@ -114,4 +114,5 @@ async def test_folding_just_enough_changes_the_request_every_turn(server: Summar
     filled = next(i for i, r in enumerate(chats) if record_of(r))
     after = list(zip(chats[filled:], chats[filled + 1 :], strict=False))
     changed = [b for a, b in after if not appends(a, b)]
-    assert len(changed) * 3 > 2 * len(after), (len(changed), len(after))
+    # a fold each turn or two (and its summary landing with the next request)
+    assert len(changed) * 2 >= len(after), (len(changed), len(after))
