@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from newt.agent import events as ev
 from newt.agent.session.chat_session import ChatSession
 from newt.memory.compaction import base_summary
 from tests.support.fake_openai import ErrorReply, FakeOpenAI, RecordedRequest, Reply
@@ -116,3 +117,29 @@ async def test_folding_just_enough_changes_the_request_every_turn(server: Summar
     changed = [b for a, b in after if not appends(a, b)]
     # a fold each turn or two (and its summary landing with the next request)
     assert len(changed) * 2 >= len(after), (len(changed), len(after))
+
+
+async def test_with_recalled_lines_the_fold_happens_at_a_turns_end(server: Summaries) -> None:
+    """Capsules take room in each request beside the history. Folding at a
+    turn's end only down to the budget left the pre-send guard to fold before
+    most requests once the window filled: that request started afresh, and
+    its summary, landing after it, changed the next one's start too."""
+    config = (
+        "[memory]\ncontext_tokens = 2400\nfold_to = 0.6\n[recall]\nretained_token_budget = 400\n"
+    )
+    session = await ChatSession.open(make_config(server.base_url, config))
+    reasons: list[str] = []
+    try:
+        for i in range(TURNS):
+            # each message names lockers said before, so recall brings capsules
+            text = user_message(i) + f" Which code did I give for harbor {max(0, i - 3)}?"
+            events = await run_turn(session, text)
+            assert done_of(events).status == "complete"
+            reasons += [e.reason for e in events if isinstance(e, ev.Compacted)]
+    finally:
+        await session.close()
+    chats = [r for r in server.chat_requests if r.body.get("stream")]
+    recalled = [r for r in chats if "Recalled from earlier" in str(r.body["messages"][-1])]
+    assert len(recalled) >= TURNS // 2, len(recalled)
+    assert reasons.count("budget") >= 2, reasons
+    assert reasons.count("guard") <= 1, reasons
