@@ -6,12 +6,13 @@ scores), each statement only with its newer one, counted as the block will
 be rendered, in the units the request is counted in, until the budget is
 full. The block then reads oldest first, under a line for each day a line
 was said ("Said on Monday 8 May 2023:", "Said yesterday:": the day it was
-said, not the day of what it tells), each line saying who said it in a word,
-under a header that says where the lines come from and, when every recalled
-message is older than the conversation the request carries, that the
-messages above are newer. So when two statements of the same thing disagree,
-the newest is the last one read and sits under the latest day, whatever
-model reads it.
+said, not the day of what it tells), each line saying who said it in a
+word, its relative times ("yesterday", "last week") anchored to that day in
+brackets (recall/time_anchor.py), under a header that says where the lines
+come from and, when every recalled message is older than the conversation
+the request carries, that the messages above are newer. So when two
+statements of the same thing disagree, the newest is the last one read and
+sits under the latest day, whatever model reads it.
 
 Bookkeeping is said once, in the header, and never beside a capsule: a line
 cut short ends in "…", and the header says (when the model is offered
@@ -37,6 +38,7 @@ from newt.recall.retention import (
     recoverability,
     to_capsule,
 )
+from newt.recall.time_anchor import anchor_times
 
 EVIDENCE_HEADER = (
     "{source} (oldest first, under the day each was said; today is {today}){newer}:{cut}"
@@ -152,6 +154,8 @@ def _day_line(said_on: str) -> str:
 
 def _line(capsule: EvidenceCapsule) -> str:
     text = capsule.excerpt.strip()
+    if capsule.role:  # a message: its "yesterday" is the day before it was said
+        text = anchor_times(text, capsule.said_at)
     if not capsule.whole and not text.endswith(CUT_MARK):
         text += CUT_MARK
     return f"- {_who(capsule)}: {text}"
