@@ -7,13 +7,10 @@ pid file, so recall by meaning works for scripts too.
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 from newt.cli.bounded_exit import close_within
-from newt.cli.detached_writers import vector_pid_file, vector_writer_alive
+from newt.cli.detached_writers import vector_pid_file
 from newt.config import Config
-from newt.files import write_private
+from newt.pid_claim import PidClaim
 from newt.recall.service import RecallParts
 from newt.store import Store
 
@@ -26,10 +23,9 @@ async def catch_up_vectors(config: Config, timeout: float = VECTOR_WRITER_S) -> 
     (at most `timeout` seconds), then exit; nothing when another writer is
     at it."""
     assert config.db_path is not None
-    pid_file = vector_pid_file(config.db_path)
-    if vector_writer_alive(pid_file):
+    claim = PidClaim.take(vector_pid_file(config.db_path))
+    if claim is None:
         return 0
-    write_private(pid_file, str(os.getpid()))
     try:
         async with await Store.open(config.db_path) as store:
             parts = RecallParts(store, config, config.backend.base_url, config.backend.model)
@@ -38,7 +34,5 @@ async def catch_up_vectors(config: Config, timeout: float = VECTOR_WRITER_S) -> 
             finally:
                 await close_within(parts.aclose())
     finally:
-        with contextlib.suppress(OSError):
-            if pid_file.read_text().strip() == str(os.getpid()):
-                pid_file.unlink()
+        claim.release()
     return 0

@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from newt.agent.session.chat_session import ChatSession
-from newt.agent.session.writer_handoff import writer_pid_file
+from newt.agent.session.writer_handoff import stop_detached_writer, writer_pid_file
 from newt.cli.bounded_exit import close_within
 from newt.config import Config
-from newt.files import write_private
+from newt.pid_claim import PidClaim, holder
 
 VECTORS_FLAG = "--catch-up-vectors"
 
@@ -66,12 +65,7 @@ def vector_pid_file(db_path: Path) -> Path:
 
 
 def vector_writer_alive(pid_file: Path) -> bool:
-    try:
-        pid = int(pid_file.read_text().strip())
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except (OSError, ValueError):
-        return False
-    return VECTORS_FLAG.encode() in argv
+    return holder(pid_file) is not None
 
 
 def spawn_vector_writer(config: Config) -> None:
@@ -92,9 +86,15 @@ async def finish_summary(config: Config, conversation_id: str) -> int:
     if task is not None:  # a turn on this conversation stops us: see stop_detached_writer
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    claim = PidClaim.take(pid_file)
+    if claim is None:  # an earlier writer still at it: this one goes first
+        stop_detached_writer(session.store.db.path, conversation_id)
+        claim = PidClaim.take(pid_file, wait_s=5.0)
+    if claim is None:
+        await close_within(session.close())
+        return 0
     try:
-        write_private(pid_file, str(os.getpid()))
-        session.summaries.on_written = lambda: pid_file.unlink(missing_ok=True)
+        session.summaries.on_written = claim.release
         await session.lifecycle.resume(conversation_id)
         session.summaries.start()
         await session.summaries.wait(config.backend.timeout_s * 2)
@@ -102,6 +102,6 @@ async def finish_summary(config: Config, conversation_id: str) -> int:
     except asyncio.CancelledError:
         pass  # preempted by a turn: the fallback record stands
     finally:
-        pid_file.unlink(missing_ok=True)
+        claim.release()
         await close_within(session.close())
     return 0

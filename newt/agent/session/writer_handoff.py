@@ -15,6 +15,8 @@ import os
 import signal
 from pathlib import Path
 
+from newt.pid_claim import holder
+
 
 def writer_pid_file(db_path: Path, conversation_id: str) -> Path:
     """Where a detached summary writer for this conversation leaves its pid
@@ -23,23 +25,10 @@ def writer_pid_file(db_path: Path, conversation_id: str) -> Path:
 
 
 def _writer_pid(db_path: Path, conversation_id: str) -> int | None:
-    """The pid of a live `newt --finish-summary` for this conversation, else None.
-    Only a process whose command line names --finish-summary and the
-    conversation counts (a stale pid file may name another process); without
-    /proc (not Linux) none is found."""
-    try:
-        pid = int(writer_pid_file(db_path, conversation_id).read_text().strip())
-    except (OSError, ValueError):
-        return None
-    return pid if _alive(pid, conversation_id) else None
-
-
-def _alive(pid: int, conversation_id: str) -> bool:
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return b"--finish-summary" in argv and conversation_id.encode() in argv
+    """The pid of a live `newt --finish-summary` for this conversation, else
+    None: the process holding the claim on its pid file (newt/pid_claim.py;
+    a stale file names no one)."""
+    return holder(writer_pid_file(db_path, conversation_id))
 
 
 async def wait_for_detached_writer(
@@ -56,7 +45,7 @@ async def wait_for_detached_writer(
         return False
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while _alive(pid, conversation_id):
+    while _writer_pid(db_path, conversation_id) == pid:
         if loop.time() >= deadline:
             stop_detached_writer(db_path, conversation_id)
             return False
@@ -68,9 +57,8 @@ def stop_detached_writer(db_path: Path, conversation_id: str) -> bool:
     """Stop a detached `newt --finish-summary` still writing this conversation's
     summary (see `BackgroundSummary.preempt`: a turn goes first). The fallback
     record stays; the turn's own print run starts a new writer if one is owed.
-    Only a process whose command line names --finish-summary and this
-    conversation is signalled (a stale pid file may name another process);
-    without /proc (not Linux) nothing is stopped."""
+    Only the process holding the writer's claim is signalled (a stale pid
+    file may name another process)."""
     pid = _writer_pid(db_path, conversation_id)
     if pid is None:
         return False

@@ -17,6 +17,7 @@ from pathlib import Path
 from newt.agent.session.chat_session import ChatSession
 from newt.agent.session.writer_handoff import stop_detached_writer, writer_pid_file
 from newt.memory import record_summary
+from newt.pid_claim import holder
 from newt.store import Store
 from tests.support.fake_openai import FakeOpenAI, Reply
 from tests.support.session_helpers import make_config, run_turn
@@ -58,9 +59,10 @@ async def test_a_turn_stops_the_detached_writer_of_its_conversation(
     try:
         pid_file = writer_pid_file(db_path, conv_id)
         deadline = time.monotonic() + 20
-        while not pid_file.exists() and time.monotonic() < deadline:
+        while holder(pid_file) is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert pid_file.read_text() == str(writer.pid)
+        assert holder(pid_file) == writer.pid  # found by its claim, not by a command line
+        assert pid_file.read_text().strip() == str(writer.pid)
         assert oct(pid_file.stat().st_mode & 0o777) == "0o600"
         assert stop_detached_writer(db_path, conv_id)
         assert writer.wait(timeout=10) == 0  # a clean exit, not a crash
