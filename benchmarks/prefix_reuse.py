@@ -38,9 +38,9 @@ ChatML markers count one each, the rest is split by Qwen2's pre-tokenizer
 pattern (letter runs with one leading space or mark, single digits,
 punctuation runs, whitespace runs), each piece one token. No vocabulary: long
 words count one, so totals are below a real tokenizer's, but a prefix is
-compared exactly. A request is a summary request when its system message is
-newt's compaction prompt (assets/compaction_prompt.md); every other one is a
-chat request.
+compared exactly. A request is a summary request when its system message, or
+its first user message, opens with newt's compaction prompt
+(assets/compaction_prompt.md); every other one is a chat request.
 
 Per chat request: the longest common prefix in tokens with the request the
 server read just before it, whatever its kind (a one-slot server such as
@@ -326,11 +326,11 @@ def own_words(text: str) -> str:
 
 
 def is_summary(request: dict[str, Any]) -> bool:
-    messages = request.get("messages") or []
-    first = messages[0] if messages and isinstance(messages[0], dict) else {}
-    return first.get("role") == "system" and content_text(first.get("content")).startswith(
-        SUMMARY_PROMPT
-    )
+    """Its system message, or (started as the chat requests are) its first
+    user message, opens with newt's compaction prompt."""
+    messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
+    heads = [m for m in messages[:2] if m.get("role") in ("system", "user")]
+    return any(content_text(m.get("content")).startswith(SUMMARY_PROMPT) for m in heads)
 
 
 class Responder:

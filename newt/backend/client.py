@@ -46,7 +46,7 @@ from newt.backend.response import (
 )
 from newt.backend.retry import backoff_delay
 from newt.backend.sse import SSEEvent, iter_sse
-from newt.backend.types import ChatResult, StreamEvent, TextDelta, ThinkingDelta
+from newt.backend.types import ChatResult, RequestHead, StreamEvent, TextDelta, ThinkingDelta
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +72,7 @@ class ChatClient:
         prompt_progress: bool = False,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.chat_head: RequestHead | None = None  # the last streamed chat request's start
         self.prompt_progress = prompt_progress  # llama-server's return_progress (only there)
         self.model = model
         self.timeout_s = timeout_s
@@ -111,6 +112,8 @@ class ChatClient:
     ) -> AsyncGenerator[StreamEvent, None]:
         """Yield ThinkingDelta / TextDelta as they arrive, then exactly one ChatResult."""
         body = self._body(messages, tools, max_tokens, temperature, stream=True, top_p=top_p)
+        if messages and messages[0].get("role") == "system":
+            self.chat_head = RequestHead(str(messages[0].get("content") or ""), tools or None)
         attempt = 0
         while True:
             yielded = False
@@ -146,9 +149,12 @@ class ChatClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         top_p: float | None = None,
+        tool_choice: str | None = None,
     ) -> ChatResult:
         """One non-streamed request (the summarizer, and servers that refuse to stream)."""
         body = self._body(messages, tools, max_tokens, temperature, stream=False, top_p=top_p)
+        if tools and tool_choice is not None:
+            body["tool_choice"] = tool_choice
         attempt = 0
         while True:
             try:

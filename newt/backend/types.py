@@ -23,6 +23,18 @@ class ThinkingDelta:
 
 
 @dataclass(frozen=True)
+class RequestHead:
+    """How a chat request starts: its system message and the tools offered.
+
+    A server's prompt cache keeps the start the requests share; a request
+    asked beside the chat (a summary) that starts the same way leaves a
+    one-slot server that start to read the next chat request from."""
+
+    system: str
+    tools: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
 class ToolCall:
     """One function call the model asked for.
 

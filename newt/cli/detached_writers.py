@@ -25,38 +25,50 @@ import sys
 from pathlib import Path
 
 from newt.agent.session.chat_session import ChatSession
+from newt.agent.session.summary_request import head_bytes
 from newt.agent.session.writer_handoff import stop_detached_writer, writer_pid_file
+from newt.backend.types import RequestHead
 from newt.cli.bounded_exit import close_within
 from newt.config import Config
 from newt.pid_claim import PidClaim, holder
 
 VECTORS_FLAG = "--catch-up-vectors"
+HEAD_FLAG = "--head-on-stdin"  # the summary writer reads the chat's head from stdin
 
 
-def spawn_summary_writer(config: Config, conversation_id: str) -> None:
+def spawn_summary_writer(
+    config: Config, conversation_id: str, head: RequestHead | None = None
+) -> None:
     """Start a detached `newt --finish-summary` for this conversation: print mode
     gives the shell its prompt back while the summary is written. The child
     inherits the environment (NEWT_HOME, the API key's variable) and stores the
     summary under the conversation's writer lock; if another newt wrote to the
     conversation meanwhile it reloads from the log and applies the summary when
-    the folded turns it covers are still the ones owed."""
-    _spawn(config, "--finish-summary", conversation_id)
+    the folded turns it covers are still the ones owed. `head`, the start of
+    this run's chat request, goes on its stdin (never its command line, which
+    any user may read), so its summary request starts the same way."""
+    data = head_bytes(head)
+    flags = ["--finish-summary", conversation_id, *([HEAD_FLAG] if data else [])]
+    _spawn(config, *flags, stdin=data)
 
 
-def _spawn(config: Config, *flags: str) -> None:
+def _spawn(config: Config, *flags: str, stdin: bytes = b"") -> None:
     """`newt FLAGS` detached, with this run's backend and config file."""
     argv = [sys.executable, "-m", "newt", *flags]
     argv += ["--base-url", config.backend.base_url, "--model", config.backend.model]
     if config.path is not None and config.path.exists():
         argv += ["--config", str(config.path)]
     with contextlib.suppress(OSError):
-        subprocess.Popen(
+        child = subprocess.Popen(
             argv,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # not killed with the shell's job
         )
+        if child.stdin is not None:
+            with child.stdin:  # within a pipe's size (HEAD_BYTES_MAX): never blocks
+                child.stdin.write(stdin)
 
 
 def vector_pid_file(db_path: Path) -> Path:
@@ -76,10 +88,14 @@ def spawn_vector_writer(config: Config) -> None:
     _spawn(config, VECTORS_FLAG)
 
 
-async def finish_summary(config: Config, conversation_id: str) -> int:
+async def finish_summary(
+    config: Config, conversation_id: str, head: RequestHead | None = None
+) -> int:
     """`newt --finish-summary ID` (started detached by print mode): write the
-    summary the conversation's last record still owes, then exit."""
+    summary the conversation's last record still owes, then exit. `head`:
+    how the print run's chat request started (its stdin)."""
     session = await ChatSession.open(config, probe=False)
+    session.client.chat_head = head
     pid_file = writer_pid_file(session.store.db.path, conversation_id)
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()

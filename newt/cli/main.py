@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     # started detached by print mode to write a compaction summary after it exits
     parser.add_argument("--finish-summary", metavar="ID", help=argparse.SUPPRESS)
+    # with it, the chat request's start for the summary request, on stdin
+    parser.add_argument("--head-on-stdin", action="store_true", help=argparse.SUPPRESS)
     # started detached by print mode to embed records still without a vector
     parser.add_argument("--catch-up-vectors", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -308,10 +310,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if local is not None:
                 _start_local_embeddings(stack, config, stderr)
             if args.finish_summary:
+                from newt.agent.session.summary_request import read_head
                 from newt.cli.bounded_exit import run_bounded
                 from newt.cli.detached_writers import finish_summary
 
-                return run_bounded(finish_summary(config, args.finish_summary))
+                head = read_head(sys.stdin.buffer) if args.head_on_stdin else None
+                return run_bounded(finish_summary(config, args.finish_summary, head))
             if args.catch_up_vectors:
                 from newt.cli.bounded_exit import run_bounded
                 from newt.cli.catch_up import catch_up_vectors

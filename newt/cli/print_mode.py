@@ -88,7 +88,7 @@ async def run_print(
             owed = isinstance(provider, Summarizing) and provider.summary_pending
             if owed and session.conversation and not session.unsaved:
                 if detach_summary:
-                    spawn_summary_writer(config, session.conversation.id)
+                    spawn_summary_writer(config, session.conversation.id, session.client.chat_head)
                 else:
                     session.summaries.start()
                     await session.summaries.wait(config.backend.timeout_s)

@@ -16,6 +16,7 @@ from typing import Any
 
 from newt.agent.session.model_facts import CapabilityTracker
 from newt.agent.session.provider_setup import make_client, session_provider
+from newt.agent.session.summary_request import summary_messages
 from newt.backend.client import ChatClient
 from newt.backend.tokenize import server_count
 from newt.config import Config
@@ -119,15 +120,20 @@ class ModelLink:
 
     async def _summarize(self, messages: list[MemMessage]) -> str:
         """Ask for a summary no longer than the record can hold: a longer one
-        is cut anyway, and on a one-slot server every token of it is a wait."""
+        is cut anyway, and on a one-slot server every token of it is a wait.
+        It starts as the last chat request did (agent/session/summary_request.py)."""
         provider = self.provider
         cap = (
             provider.summary_reply_tokens
             if isinstance(provider, Summarizing)
             else SUMMARY_REPLY_TOKENS
         )
+        head = self.client.chat_head
+        tools = head.tools if head is not None else None
         result = await self.client.complete(
-            [{"role": m.role, "content": m.content} for m in messages],
+            summary_messages(messages, head),
+            tools=tools,
+            tool_choice="none" if tools else None,  # a summary, not a call
             max_tokens=min(SUMMARY_REPLY_TOKENS, int(cap)),
         )
         return result.text.strip()

@@ -110,6 +110,16 @@ async def test_after_a_fold_the_next_turns_append_to_an_unchanged_request(
     assert len(changed) * 3 <= len(after), (len(changed), len(after))
     # and each request that starts afresh carries the fold's summary, landed before it
     assert all(base_summary(record_of(r)) == SUMMARY for r in changed)
+    # each summary request starts as the chat request before it (system message,
+    # tools), so a one-slot server keeps that start for the next chat request
+    requests = server.chat_requests
+    summaries = [i for i, r in enumerate(requests) if is_summary_request(r.body)]
+    assert summaries
+    for i in summaries:
+        chat = requests[i - 1].body
+        assert requests[i].body["messages"][0] == chat["messages"][0]
+        assert requests[i].body["tools"] == chat["tools"]  # offered at this window
+        assert requests[i].body["tool_choice"] == "none"  # a summary, not a call
 
 
 async def test_folding_just_enough_changes_the_request_every_turn(server: Summaries) -> None:

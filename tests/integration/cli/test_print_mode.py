@@ -402,6 +402,13 @@ def test_a_compacting_turn_returns_before_its_summary_is_written(
     while time.monotonic() < deadline and "the summary of the early" not in records()[-1]:
         time.sleep(0.2)
     assert "the summary of the early questions" in records()[-1]
+    # the detached writer's summary request starts as the turn's chat request did
+    # (its system message, its tools): a one-slot server keeps that start
+    chat, summary = fake_openai.chat_requests[-2:]
+    assert chat.body["stream"] and not summary.body.get("stream")
+    assert summary.body["messages"][0] == chat.body["messages"][0]
+    assert summary.body.get("tools") == chat.body.get("tools")
+    assert "Turns removed from the conversation" in summary.body["messages"][1]["content"]
 
 
 def test_json_retained_evidence_never_exceeds_its_budget(
