@@ -76,6 +76,7 @@ from newt.agent.session.chat_session import ChatSession  # noqa: E402
 from newt.agent.session.model_facts import REPLY_RESERVE_MAX  # noqa: E402
 from newt.cli.detached_writers import VECTORS_FLAG  # noqa: E402
 from newt.config import Config  # noqa: E402
+from newt.recall.time_anchor import without_anchors  # noqa: E402
 from newt.store import Store  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI, Reply  # noqa: E402
 
@@ -241,7 +242,8 @@ def request_text(request: dict[str, Any]) -> str:
     for message in request.get("messages") or []:
         content = message.get("content")
         parts.append(content if isinstance(content, str) else json.dumps(content))
-    return norm("\n".join(parts))
+    # a recalled line's relative times carry their day in brackets: the line is still the turn
+    return norm(without_anchors("\n".join(parts)))
 
 
 def norm(text: str) -> str:

@@ -82,6 +82,18 @@ _PATTERNS: list[tuple[re.Pattern[str], _Resolve]] = [
 ]
 
 
+# What anchor_times adds, for a judge comparing a line with what was said.
+ANCHOR = re.compile(
+    r" \[(?:the (?:weekend|week) (?:before|after|of) )?"
+    r"(?:(?:[A-Z][a-z]+day )?\d{1,2} [A-Z][a-z]+ \d{4}|[A-Z][a-z]+ \d{4}|\d{4})\]"
+)
+
+
+def without_anchors(text: str) -> str:
+    """`text` with the brackets anchor_times added taken out."""
+    return ANCHOR.sub("", text)
+
+
 def anchor_times(text: str, said_at: float) -> str:
     """`text` with each relative time followed by what it meant on the day
     `said_at` (a timestamp; 0 or less: unknown, `text` unchanged)."""

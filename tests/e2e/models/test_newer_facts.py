@@ -18,6 +18,7 @@ import pytest
 from newt.agent.session.chat_session import ChatSession
 from newt.memory.types import COMPACTION_MARKER
 from newt.recall.presentation import NEWER_ABOVE
+from newt.recall.time_anchor import without_anchors
 from tests.support.fake_openai import FakeOpenAI, Reply
 from tests.support.session_helpers import make_config, run_turn
 
@@ -98,7 +99,9 @@ class Chat:
 
 
 def text_of(messages: list[dict[str, Any]]) -> str:
-    return "\n".join(str(m["content"]) for m in messages)
+    """The request's text; a recalled line's relative times ("last month")
+    carry their day in brackets, which the statement compared here has not."""
+    return without_anchors("\n".join(str(m["content"]) for m in messages))
 
 
 def history_of(messages: list[dict[str, Any]]) -> str:
@@ -120,7 +123,7 @@ def assert_newest_wins(messages: list[dict[str, Any]], old: str, new: str) -> No
     assert new in sent, f"the newest statement {new!r} is not in the request"
     if old not in sent:
         return
-    history, block = history_of(messages), str(messages[-1]["content"])
+    history, block = history_of(messages), without_anchors(str(messages[-1]["content"]))
     if new in history and old not in history:
         assert NEWER_ABOVE in block, "a recalled old value is not marked as older"
         return

@@ -8,7 +8,7 @@ import pytest
 
 from newt.recall import EvidenceCapsule, RetentionReport
 from newt.recall.presentation import Packing, evidence_block
-from newt.recall.time_anchor import anchor_times
+from newt.recall.time_anchor import anchor_times, without_anchors
 
 MONDAY = datetime(2023, 5, 8, 14, 0).timestamp()  # said on Monday 8 May 2023
 LATER = datetime(2023, 6, 20, 9, 0).timestamp()
@@ -36,6 +36,7 @@ LATER = datetime(2023, 6, 20, 9, 0).timestamp()
 )
 def test_a_relative_time_says_what_it_meant_that_day(said: str, anchored: str) -> None:
     assert anchor_times(said, MONDAY) == anchored
+    assert without_anchors(anchored) == said  # what a judge compares with what was said
 
 
 @pytest.mark.parametrize(
