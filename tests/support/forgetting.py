@@ -9,6 +9,7 @@ from typing import Any
 from newt.agent.session.chat_session import ChatSession
 from tests.support.fake_openai import ErrorReply, FakeOpenAI, Reply
 from tests.support.session_helpers import make_config, run_turn
+from tests.support.summary_requests import is_summary_request
 
 SECRET = "QUIXOTICPLUM77"
 CONTROL = "ZEBRAPAVEMENT31"
@@ -41,7 +42,7 @@ class Chat:
         fake.responder = self._respond
 
     def _respond(self, request: dict[str, Any]) -> Reply | ErrorReply:
-        if "tools" not in request and "summar" in json.dumps(request["messages"][0]).lower():
+        if is_summary_request(request):
             return self.summary
         last = str(request["messages"][-1]["content"])
         said = last if len(last) < 120 else last[-60:]  # a message, or a capsule block's end

@@ -14,7 +14,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,6 +22,7 @@ from newt.agent.session.chat_session import ChatSession
 from newt.memory.compaction import base_summary
 from tests.support.fake_openai import ErrorReply, FakeOpenAI, RecordedRequest, Reply
 from tests.support.session_helpers import done_of, make_config, run_turn
+from tests.support.summary_requests import is_summary_request
 
 TURNS = 30
 BOATS = [f"boat-{n}-{chr(97 + n % 26)}wind" for n in range(TURNS)]
@@ -34,13 +34,6 @@ def config_text(fold_to: float) -> str:
         "[memory]\ncontext_tokens = 1600\n"
         f"fold_to = {fold_to}\n"
         "[recall]\nretained_token_budget = 0\n"
-    )
-
-
-def is_summary_request(body: Any) -> bool:
-    messages = body.get("messages") if isinstance(body, dict) else None
-    return any(
-        "Turns removed from the conversation" in str(m.get("content")) for m in messages or []
     )
 
 

@@ -26,18 +26,12 @@ from newt.memory import record_summary
 from newt.memory.compaction import base_summary, owed_folds, unsummarized_messages
 from tests.support.fake_openai import ErrorReply, FakeOpenAI, RecordedRequest, Reply
 from tests.support.session_helpers import done_of, make_config, run_turn
+from tests.support.summary_requests import is_summary_request
 
 SMALL = "[memory]\ncontext_tokens = 600\n[recall]\nretained_token_budget = 0\n"
 SUMMARY = "SUMMARY: trip plans."
 GAP_S = 0.2  # the pause between a reply and the next message
 SUMMARY_S = 1.0  # what a summary takes on the busy server: longer than the pause
-
-
-def is_summary_request(body: Any) -> bool:
-    messages = body.get("messages") if isinstance(body, dict) else None
-    return any(
-        "Turns removed from the conversation" in str(m.get("content")) for m in messages or []
-    )
 
 
 class SlowSummaries(FakeOpenAI):

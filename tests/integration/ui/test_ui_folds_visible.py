@@ -3,7 +3,7 @@
 A 1024-token window at a 0.5 threshold gives a 512-token budget: three short
 turns fit, a long reply folds them (one line, "3 earlier turns folded into
 the summary"), and each later turn folds one more. The summarizer's request
-(recognised by its "Previous summary:" message) gets SUMMARY, except the one
+(recognised by the turns it is handed) gets SUMMARY, except the one
 that would summarize the fifth turn: it fails, so that fold stays owed.
 """
 
@@ -26,6 +26,7 @@ from newt.ui.widgets.messages import FoldLine
 from tests.support.fake_openai import ErrorReply, FakeOpenAI, Reply
 from tests.support.homes import config_for
 from tests.support.pilot import chat_ready, type_and_send, wait_idle
+from tests.support.summary_requests import is_summary_request
 
 LONG = "word " * 240  # ~300 tokens: with it nothing older fits the budget (it alone does)
 SHORT = "word " * 60
@@ -54,7 +55,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def responder(request: dict[str, Any]) -> Reply | ErrorReply:
     last = request["messages"][-1]["content"]
     text = last if isinstance(last, str) else ""
-    if text.startswith("Previous summary:"):
+    if is_summary_request(request):
         if "echo fifth" in text:
             return ErrorReply(500, {"error": {"message": "summary slot crashed"}})
         return Reply(text=SUMMARY)
