@@ -5,8 +5,8 @@ user message, the reply, a compaction) around a slow model call. Two newts
 continuing one conversation at once would each build on a history the other is
 changing. This lock makes the second wait until the first has finished.
 
-It is an `flock` on a small file in a directory beside the database
-(`newt.db.locks/<conversation id>.lock`):
+It is a claim (`newt/pid_claim.py`: an `flock` on a pid file) on a small
+file in a directory beside the database (`newt.db.locks/<conversation id>.lock`):
 - crash-safe: the kernel drops the lock when its holder dies, however it dies;
 - never blocks the event loop: it polls with LOCK_NB and `asyncio.sleep`, so
   waiting can be cancelled (Ctrl-C, Esc) like any other await;
@@ -22,15 +22,14 @@ nothing: one process per database is then the user's business.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
-import os
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from newt.files import ensure_private_dir
+from newt.pid_claim import PidClaim, holder
 from newt.store.errors import StoreError
 
 try:
@@ -65,40 +64,6 @@ def lock_path(db_path: Path | str, conversation_id: str) -> Path:
     return db_path.parent / f"{db_path.name}.locks" / f"{safe}.lock"
 
 
-def _holder(path: Path) -> int | None:
-    try:
-        text = path.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def _try_lock(path: Path) -> int | None:
-    """An open fd holding the lock on the file now at `path`, or None if someone has it."""
-    assert _fcntl is not None
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            try:
-                _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                return None
-            try:
-                current = os.stat(path).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                current = False
-            if current:
-                os.ftruncate(fd, 0)
-                os.write(fd, f"{os.getpid()}\n".encode("ascii"))
-                return fd
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-            raise
-        os.close(fd)  # the previous holder deleted this file as it let go: take a fresh one
-
-
 @asynccontextmanager
 async def conversation_writer(
     db_path: Path | str,
@@ -121,21 +86,19 @@ async def conversation_writer(
     loop = asyncio.get_running_loop()
     started = loop.time()
     told = False
-    while (fd := _try_lock(path)) is None:
+    while (claim := PidClaim.take(path, wait_s=0)) is None:
         if not told:
             told = True
             if on_wait is not None:
-                result = on_wait(_holder(path))
+                result = on_wait(holder(path))
                 if inspect.isawaitable(result):
                     await result
         if timeout_s is not None and loop.time() - started >= timeout_s:
-            raise ConversationBusyError(conversation_id, loop.time() - started, _holder(path))
+            raise ConversationBusyError(conversation_id, loop.time() - started, holder(path))
         await asyncio.sleep(POLL_S)
     try:
         yield
     finally:
-        # Delete while still holding, then let go: a waiter on the old file
-        # sees it was deleted and retries on a fresh one.
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        os.close(fd)
+        # deleted while still held, then let go: a waiter on the old file
+        # sees it was deleted and retries on a fresh one
+        claim.release()
