@@ -5,7 +5,7 @@
 On a copy of benchmarks/recall_latency.py's cached database (`--records`
 chat-like records with their MiniLM vectors; built first if missing), each
 round stores a turn holding a unique word in the newest conversation, then
-times, through newt.agent.own_memory.records.MemoryAdmin as the session calls it:
+times, through newt.agent.own_memory.records.MemoryRecords as the session calls it:
 the preview of "forget every record matching" the word, the forget itself
 (records, log text, summaries checked for quotes, then the scrub: FTS5
 `optimize` and the WAL truncated), deleting one whole conversation (25
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.recall_latency import cached_db  # noqa: E402
-from newt.agent.own_memory.records import MemoryAdmin  # noqa: E402
+from newt.agent.own_memory.records import MemoryRecords  # noqa: E402
 from newt.recall import RecallEngine  # noqa: E402
 from newt.recall.embedder import LocalEmbedder  # noqa: E402
 from newt.store import Store  # noqa: E402
@@ -46,7 +46,7 @@ async def run(records: int, rounds: int) -> None:
         path = Path(tmp) / "newt.db"
         shutil.copyfile(source, path)
         async with await Store.open(path) as store:
-            admin = MemoryAdmin(store, lambda: RecallEngine(store))
+            admin = MemoryRecords(store, lambda: RecallEngine(store))
             for n in range(rounds):
                 conv = await store.conversations.latest()
                 assert conv is not None

@@ -272,7 +272,7 @@ async def ask(
         session = await ChatSession.open(config, store, probe=False)
         tune(session, args.tune)
         try:
-            await session.lifecycle.continue_latest()
+            await session.conversations.continue_latest()
             await send(session, question.text)
             report = session.last_retention
         finally:

@@ -135,7 +135,7 @@ async def ask_newt(
         store.db.clock = lambda: dialogue.asked_at
         session = await ChatSession.open(config, store, probe=False)
         try:
-            await session.lifecycle.continue_latest()
+            await session.conversations.continue_latest()
             reply = ""
             async for event in session.turns.send(question.text):
                 if isinstance(event, ev.TurnDone):

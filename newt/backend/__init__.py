@@ -33,8 +33,8 @@ from newt.backend.types import (
     ChatResult,
     ChatUsage,
     StreamEvent,
-    TextDelta,
-    ThinkingDelta,
+    StreamText,
+    StreamThinking,
     ToolCall,
 )
 
@@ -56,9 +56,9 @@ __all__ = [
     "RateLimitedError",
     "ServerError",
     "StreamEvent",
+    "StreamText",
+    "StreamThinking",
     "StreamingUnsupportedError",
-    "TextDelta",
-    "ThinkingDelta",
     "ToolCall",
     "ToolsUnsupportedError",
     "UnreachableError",

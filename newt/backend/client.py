@@ -46,7 +46,7 @@ from newt.backend.response import (
 )
 from newt.backend.retry import backoff_delay
 from newt.backend.sse import SSEEvent, iter_sse
-from newt.backend.types import ChatResult, RequestHead, StreamEvent, TextDelta, ThinkingDelta
+from newt.backend.types import ChatResult, RequestHead, StreamEvent, StreamText, StreamThinking
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class ChatClient:
         temperature: float | None = None,
         top_p: float | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
-        """Yield ThinkingDelta / TextDelta as they arrive, then exactly one ChatResult."""
+        """Yield StreamThinking / StreamText as they arrive, then exactly one ChatResult."""
         body = self._body(messages, tools, max_tokens, temperature, stream=True, top_p=top_p)
         if messages and messages[0].get("role") == "system":
             self.chat_head = RequestHead(str(messages[0].get("content") or ""), tools or None)
@@ -390,8 +390,8 @@ async def _read_limited(response: httpx.Response) -> str:
 
 def _whole_deltas(result: ChatResult) -> list[StreamEvent]:
     """A reply that arrived in one body, as the deltas a stream would have sent."""
-    deltas: list[StreamEvent] = [ThinkingDelta(result.thinking)] if result.thinking else []
-    return [*deltas, TextDelta(result.text)] if result.text else deltas
+    deltas: list[StreamEvent] = [StreamThinking(result.thinking)] if result.thinking else []
+    return [*deltas, StreamText(result.text)] if result.text else deltas
 
 
 def _describe(exc: Exception) -> str:

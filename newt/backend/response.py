@@ -26,12 +26,12 @@ from newt.backend.types import (
     ChatResult,
     ChatUsage,
     PromptProgress,
-    TextDelta,
-    ThinkingDelta,
+    StreamText,
+    StreamThinking,
     ToolCall,
 )
 
-Delta = TextDelta | ThinkingDelta
+Delta = StreamText | StreamThinking
 
 
 def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
@@ -104,7 +104,7 @@ class StreamAccumulator:
 
     def feed(self, chunk: Any) -> str:
         """Take one chunk; return the answer text it added ('' if none)."""
-        return "".join(d.text for d in self.feed_deltas(chunk) if isinstance(d, TextDelta))
+        return "".join(d.text for d in self.feed_deltas(chunk) if isinstance(d, StreamText))
 
     def feed_deltas(self, chunk: Any) -> list[Delta]:
         """Take one chunk; return the thinking and answer pieces it added, in order."""
@@ -127,7 +127,7 @@ class StreamAccumulator:
             for name in REASONING_FIELDS:
                 reasoning = delta.get(name)
                 if isinstance(reasoning, str) and reasoning:
-                    added.append(ThinkingDelta(reasoning))
+                    added.append(StreamThinking(reasoning))
                     break
             content = delta.get("content")
             if isinstance(content, str) and content:
@@ -147,12 +147,12 @@ class StreamAccumulator:
 
     @staticmethod
     def _split(thinking: str, text: str) -> list[Delta]:
-        pieces: list[Delta] = [ThinkingDelta(thinking)] if thinking else []
-        return [*pieces, TextDelta(text)] if text else pieces
+        pieces: list[Delta] = [StreamThinking(thinking)] if thinking else []
+        return [*pieces, StreamText(text)] if text else pieces
 
     def _keep(self, deltas: list[Delta]) -> None:
         for d in deltas:
-            (self.text_parts if isinstance(d, TextDelta) else self.thinking_parts).append(d.text)
+            (self.text_parts if isinstance(d, StreamText) else self.thinking_parts).append(d.text)
 
     def _feed_tool_call(self, part: Any) -> None:
         if not isinstance(part, dict):

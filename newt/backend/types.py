@@ -7,14 +7,14 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class TextDelta:
+class StreamText:
     """A piece of reply text, yielded as soon as it arrives."""
 
     text: str
 
 
 @dataclass(frozen=True)
-class ThinkingDelta:
+class StreamThinking:
     """A piece of the model's reasoning (``reasoning_content`` or ``<think>`` text).
 
     Shown apart from the answer, stored with the turn, never sent back."""
@@ -92,4 +92,4 @@ class PromptProgress:
     time_ms: float
 
 
-StreamEvent = TextDelta | ThinkingDelta | PromptProgress | ChatResult
+StreamEvent = StreamText | StreamThinking | PromptProgress | ChatResult

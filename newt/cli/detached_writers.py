@@ -111,7 +111,7 @@ async def finish_summary(
         return 0
     try:
         session.summaries.on_written = claim.release
-        await session.lifecycle.resume(conversation_id)
+        await session.conversations.resume(conversation_id)
         session.summaries.start()
         await session.summaries.wait(config.backend.timeout_s * 2)
         await session.recall_parts.catch_up(config.backend.timeout_s)

@@ -52,9 +52,9 @@ async def run_print(
         try:
             resumed = None
             if resume:
-                await session.lifecycle.resume(resume)
+                await session.conversations.resume(resume)
             elif continue_latest:
-                await session.lifecycle.continue_latest()
+                await session.conversations.continue_latest()
             if incognito or (preset and session.settings_controls.find_preset(preset).incognito):
                 await go_incognito(session, err)
             if preset:  # `--preset`: its model was chosen with the config

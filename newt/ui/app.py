@@ -272,8 +272,8 @@ class NewtApp(App[None]):
     async def _open_requested_conversation(self, session: SessionLike) -> None:
         try:
             if self.resume_id:
-                await session.lifecycle.resume(self.resume_id)
-            elif self.continue_latest and await session.lifecycle.continue_latest() is None:
+                await session.conversations.resume(self.resume_id)
+            elif self.continue_latest and await session.conversations.continue_latest() is None:
                 self.notify("No saved conversation yet; starting a new one.")
             if self.preset:  # its model was chosen with the config (newt/cli/main.py)
                 await session.settings_controls.apply_preset(

@@ -96,7 +96,7 @@ class FakeSession:
     sent: list[str] = field(default_factory=list)
     interrupted: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    conversations: dict[str, list[StoredTurn]] = field(default_factory=dict)
+    saved: dict[str, list[StoredTurn]] = field(default_factory=dict)
     titles: dict[str, str] = field(default_factory=dict)
     closed: bool = False
     next_id: int = 1
@@ -118,7 +118,7 @@ class FakeSession:
         return self
 
     @property
-    def lifecycle(self) -> FakeSession:
+    def conversations(self) -> FakeSession:
         return self
 
     @property
@@ -130,11 +130,11 @@ class FakeSession:
         return self
 
     @property
-    def commands(self) -> FakeSession:
+    def memory_commands(self) -> FakeSession:
         return self
 
     @property
-    def memory_admin(self) -> FakeSession:
+    def memory_records(self) -> FakeSession:
         return self
 
     @property
@@ -146,7 +146,7 @@ class FakeSession:
         return self
 
     def _conv(self, conv_id: str) -> Conversation:
-        turns = self.conversations[conv_id]
+        turns = self.saved[conv_id]
         return Conversation(
             conv_id,
             self.titles.get(conv_id, ""),
@@ -158,7 +158,7 @@ class FakeSession:
         )
 
     def add_conversation(self, conv_id: str, title: str, turns: list[StoredTurn]) -> None:
-        self.conversations[conv_id] = turns
+        self.saved[conv_id] = turns
         self.titles[conv_id] = title
 
     def start_background_work(self) -> None:
@@ -177,9 +177,9 @@ class FakeSession:
         step = self.steps.pop(0) if self.steps else Step(text=f"ok: {text}")
         if step.raise_exc is not None:
             raise step.raise_exc
-        turn = make_turn(len(self.conversations[self.conversation.id]) + 1, text, "")
+        turn = make_turn(len(self.saved[self.conversation.id]) + 1, text, "")
         turn.status = "pending"
-        self.conversations[self.conversation.id].append(turn)
+        self.saved[self.conversation.id].append(turn)
         yield ev.TurnStarted(turn.id, text)
         if step.report is not None:
             self.last_retention = self.status.last_retention = step.report
@@ -215,7 +215,7 @@ class FakeSession:
 
     def _drop_last_turn(self) -> str:
         """Take the last turn off the conversation (regenerate, edit); its prompt."""
-        turns = self.conversations[self.conversation.id] if self.conversation else []
+        turns = self.saved[self.conversation.id] if self.conversation else []
         last = max((i for i, t in enumerate(turns) if t.kind == "turn"), default=None)
         if last is None:
             raise LookupError("nothing to regenerate yet")
@@ -234,7 +234,7 @@ class FakeSession:
         return None  # no files are read: every `@path` passes
 
     async def last_prompt(self) -> str:
-        turns = self.conversations[self.conversation.id] if self.conversation else []
+        turns = self.saved[self.conversation.id] if self.conversation else []
         prompts = [t.user for t in turns if t.kind == "turn"]
         if not prompts:
             raise LookupError("nothing to regenerate yet")
@@ -244,7 +244,7 @@ class FakeSession:
         if self.conversation is None:
             raise LookupError("nothing to fork yet")
         parent = self.conversation
-        turns = [t for t in self.conversations[parent.id] if t.kind == "turn"]
+        turns = [t for t in self.saved[parent.id] if t.kind == "turn"]
         conv_id = f"{self.next_id:032x}"
         self.next_id += 1
         self.add_conversation(conv_id, parent.title, list(turns[: at or len(turns)]))
@@ -258,7 +258,7 @@ class FakeSession:
         self.last_retention = None
 
     async def resume(self, id_or_prefix: str) -> Conversation:
-        found = [c for c in self.conversations if c.startswith(id_or_prefix)]
+        found = [c for c in self.saved if c.startswith(id_or_prefix)]
         if len(found) != 1:
             raise LookupError(f"no conversation matches {id_or_prefix!r}")
         self.conversation = self._conv(found[0])
@@ -267,15 +267,15 @@ class FakeSession:
     async def continue_latest(self) -> Conversation | None:
         if not self.conversations:
             return None
-        return await self.resume(list(self.conversations)[-1])
+        return await self.resume(list(self.saved)[-1])
 
     async def history(self) -> list[HistoryEntry]:
-        turns = self.conversations[self.conversation.id] if self.conversation else []
+        turns = self.saved[self.conversation.id] if self.conversation else []
         return history_entries(turns)
 
     async def search_conversations(self, text: str) -> list[Conversation]:
         out = []
-        for conv_id, turns in self.conversations.items():
+        for conv_id, turns in self.saved.items():
             hay = self.titles[conv_id] + " ".join(t.user + t.assistant for t in turns)
             if text.lower() in hay.lower():
                 out.append(self._conv(conv_id))
@@ -355,17 +355,17 @@ class FakeSession:
         return ForgetReport()
 
     async def delete_conversation(self, id_or_prefix: str) -> tuple[Conversation, ForgetReport]:
-        found = [c for c in self.conversations if c.startswith(id_or_prefix)]
+        found = [c for c in self.saved if c.startswith(id_or_prefix)]
         if len(found) != 1:
             raise LookupError(f"no conversation matches {id_or_prefix!r}")
         conv = self._conv(found[0])
-        del self.conversations[found[0]]
+        del self.saved[found[0]]
         if self.conversation is not None and self.conversation.id == found[0]:
             self.conversation = None
         return conv, ForgetReport(conversations=1)
 
     async def rename_conversation(self, id_or_prefix: str, title: str) -> Conversation:
-        found = [c for c in self.conversations if c.startswith(id_or_prefix)]
+        found = [c for c in self.saved if c.startswith(id_or_prefix)]
         if len(found) != 1:
             raise LookupError(f"no conversation matches {id_or_prefix!r}")
         self.titles[found[0]] = title

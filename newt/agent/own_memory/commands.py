@@ -18,7 +18,7 @@ from newt.agent.own_memory.note_command import is_read_only_note_command, run_no
 from newt.agent.own_memory.owned_notes import OwnedNotes
 from newt.agent.session.background_summary import BackgroundSummary
 from newt.agent.session.conversation_log import ConversationLog
-from newt.agent.session.lifecycle import ConversationLifecycle
+from newt.agent.session.conversations import Conversations
 from newt.agent.session.model_link import ModelLink
 from newt.memory import CompactingProvider
 from newt.memory.notes import NoteBook
@@ -32,7 +32,7 @@ class MemoryCommands:
         log: ConversationLog,
         summaries: BackgroundSummary,
         owned_notes: OwnedNotes,
-        lifecycle: ConversationLifecycle,
+        lifecycle: Conversations,
         link: ModelLink,
         notes: NoteBook,
     ) -> None:
@@ -40,7 +40,7 @@ class MemoryCommands:
         self.log = log
         self.summaries = summaries
         self.owned_notes = owned_notes
-        self.lifecycle = lifecycle
+        self.conversations = lifecycle
         self.link = link
         self.notes = notes
 
@@ -61,17 +61,17 @@ class MemoryCommands:
         words, so the working set is rebuilt from it (the caller holds the lock)."""
         if self.owned_notes.corrected:
             self.owned_notes.corrected = False
-            await self.lifecycle.reload_current()
+            await self.conversations.reload_current()
 
     async def compact(self, focus: str | None = None) -> ev.Compacted | None:
         """`/compact [focus]`: fold everything but the newest turn into the record
         and wait for its summary (the user asked for it)."""
-        async with self.lock, self.lifecycle.writer():
+        async with self.lock, self.conversations.writer():
             conv = self.log.conversation
             if conv is None:
                 return None
             if await self.log.changed_elsewhere():
-                await self.lifecycle.load(conv)
+                await self.conversations.load(conv)
             provider = self.link.provider
             if not isinstance(provider, CompactingProvider):
                 return None

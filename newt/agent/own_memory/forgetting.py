@@ -1,6 +1,6 @@
 """Forgetting, deleting and keeping out, as the session runs them (ChatSession owns one).
 
-`MemoryAdmin` (newt.agent.own_memory.records) does the work on the store and the
+`MemoryRecords` (newt.agent.own_memory.records) does the work on the store and the
 recall engine; this runs each change under the session lock, a summary in
 flight stopped first (it may quote what goes), and then reloads what the
 session holds (the notes, and the conversation's working set if the change
@@ -14,11 +14,11 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from newt.agent.errors import resolve_conversation
-from newt.agent.own_memory.records import ForgetReport, MemoryAdmin
+from newt.agent.own_memory.records import ForgetReport, MemoryRecords
 from newt.agent.session.background_summary import BackgroundSummary
 from newt.agent.session.conversation_log import ConversationLog
 from newt.agent.session.conversation_store import ConversationStore
-from newt.agent.session.lifecycle import ConversationLifecycle
+from newt.agent.session.conversations import Conversations
 from newt.memory.notes import NoteBook
 from newt.store import Conversation
 from newt.store.forget import Forgotten
@@ -33,9 +33,9 @@ class Forgetting:
         store: ConversationStore,
         log: ConversationLog,
         summaries: BackgroundSummary,
-        admin: MemoryAdmin,
+        admin: MemoryRecords,
         notes: NoteBook,
-        lifecycle: ConversationLifecycle,
+        lifecycle: Conversations,
     ) -> None:
         self.lock = lock
         self.store = store
@@ -43,7 +43,7 @@ class Forgetting:
         self.summaries = summaries
         self.admin = admin
         self.notes = notes
-        self.lifecycle = lifecycle
+        self.conversations = lifecycle
 
     @property
     def incognito(self) -> bool:
@@ -70,7 +70,7 @@ class Forgetting:
             if not on:
                 if self.store.in_memory:
                     await self.summaries.cancel()
-                    self.lifecycle.fresh()
+                    self.conversations.fresh()
                     await self.store.drop_memory(conv.id)
                 else:
                     await self.admin.let_in(conv)
@@ -81,7 +81,7 @@ class Forgetting:
             await self.store.copy_to_memory(conv)
             report, _ = await self.admin.delete_conversation(conv)
             await self.notes.reload(self.store.notes)  # notes made in it went with it
-            await self.lifecycle.reload(conv)
+            await self.conversations.reload(conv)
             return report
 
     async def forget(self, keys: list[str]) -> ForgetReport:
@@ -112,14 +112,14 @@ class Forgetting:
 
     async def _after_forget(self, touched: set[str]) -> None:
         await self.notes.reload(self.store.notes)  # in place: the provider reads this book
-        self.lifecycle.last_retention = None
+        self.conversations.last_retention = None
         conv = self.log.conversation
         if conv is None:
             return
         current = await self.store.conversations.get(conv.id)
         if current is None:  # deleted: the session goes on in a fresh conversation
-            self.lifecycle.fresh()
+            self.conversations.fresh()
         elif conv.id in touched:
-            await self.lifecycle.reload(current)
+            await self.conversations.reload(current)
         else:
             conv.title = current.title

@@ -1,7 +1,7 @@
 """What the user can do with newt's memory: look through it, forget from it,
 delete and rename conversations, keep one out of it.
 
-`MemoryAdmin` does the work on the store and the recall engine; the session
+`MemoryRecords` does the work on the store and the recall engine; the session
 (newt.agent.session.chat_session) runs each change under its lock and then reloads what it
 holds (the conversation's working set, the notes), so nothing forgotten stays
 in a request. Searching uses the recall a turn uses, without counting hits.
@@ -108,7 +108,7 @@ def day(when: float) -> str:
     return time.strftime("%-d %b %Y", time.localtime(when))
 
 
-class MemoryAdmin:
+class MemoryRecords:
     def __init__(self, store: Store, recall: Callable[[], RecallEngine]) -> None:
         self.store = store
         self.recall = recall

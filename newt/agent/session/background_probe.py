@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 
-from newt.agent.session.lifecycle import ConversationLifecycle
+from newt.agent.session.conversations import Conversations
 from newt.agent.session.model_link import ModelLink
 
 log = logging.getLogger(__name__)
@@ -25,11 +25,11 @@ class BackgroundProbe:
         self,
         lock: asyncio.Lock,
         link: ModelLink,
-        lifecycle: ConversationLifecycle,
+        lifecycle: Conversations,
     ) -> None:
         self.lock = lock
         self.link = link
-        self.lifecycle = lifecycle
+        self.conversations = lifecycle
         self._task: asyncio.Task[None] | None = None
         self._pending = False, False  # (probe, embedding catch-up) not started
 
@@ -69,8 +69,8 @@ class BackgroundProbe:
                 if self.link.budget == budget:
                     return  # the cache already knew: the provider stays
                 await self.link.refresh(probe=False)
-                conv = self.lifecycle.conversation
+                conv = self.conversations.conversation
                 if conv is not None:
-                    await self.lifecycle.load(conv)
+                    await self.conversations.load(conv)
         except Exception:  # a probe is advice: the cached or default budget stands
             log.warning("capability probe failed", exc_info=True)

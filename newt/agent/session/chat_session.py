@@ -5,15 +5,15 @@ parts, built in this order, each handed what it needs, and its callers use the
 parts themselves (the UI through one Protocol per part, newt.ui.session_api):
 
 - `link` (ModelLink): the model: client, capabilities, provider, recall;
-- `lifecycle` (ConversationLifecycle): new, resume, list, rename, export, summaries;
+- `lifecycle` (Conversations): new, resume, list, rename, export, summaries;
 - `settings_controls` (SettingsControls): the settings, presets, model list;
-- `edits` (ConversationEdits): history, fork, the last prompt, attachments;
-- `memory_admin` (MemoryAdmin): search and matching of what memory holds;
+- `edits` (Edits): history, fork, the last prompt, attachments;
+- `memory_records` (MemoryRecords): search and matching of what memory holds;
 - `commands` (MemoryCommands): /note and /compact;
 - `forgetting` (Forgetting): forget, delete, incognito;
 - `mcp_controls` (McpControls): the MCP tools' approval and switches;
 - `background` (BackgroundProbe): the probe after a quick open;
-- `turns` (SessionTurns): send, regenerate, edit, the /recall preview.
+- `turns` (Turns): send, regenerate, edit, the /recall preview.
 
 The session itself keeps what no one part owns: opening and closing, the
 model switch (which waits for the old model's probe), the memory status (the
@@ -42,19 +42,19 @@ from newt.agent.errors import (
 from newt.agent.own_memory.commands import MemoryCommands
 from newt.agent.own_memory.forgetting import Forgetting
 from newt.agent.own_memory.owned_notes import OwnedNotes
-from newt.agent.own_memory.records import MemoryAdmin
+from newt.agent.own_memory.records import MemoryRecords
 from newt.agent.own_memory.status import MemoryStatus, add_tool_costs, dump_report, memory_status
 from newt.agent.session.background_probe import BackgroundProbe
 from newt.agent.session.conversation_log import ConversationLog
 from newt.agent.session.conversation_store import ConversationStore
-from newt.agent.session.edits import ConversationEdits
-from newt.agent.session.lifecycle import ConversationLifecycle
+from newt.agent.session.conversations import Conversations
+from newt.agent.session.edits import Edits
 from newt.agent.session.mcp_controls import McpControls
 from newt.agent.session.model_facts import CapabilityTracker
 from newt.agent.session.model_link import ModelLink
 from newt.agent.session.provider_setup import make_client
 from newt.agent.session.settings import SettingsControls
-from newt.agent.session.turns import SessionTurns
+from newt.agent.session.turns import Turns
 from newt.agent.tools.mcp import McpTools
 from newt.backend.client import ChatClient
 from newt.config import Config
@@ -82,22 +82,20 @@ class ChatSession:
         self.settings_controls = settings = SettingsControls(
             config, held, lock, link, log=log, switch_model=self.set_model, keep_out=self._keep_out
         )
-        self.lifecycle = lifecycle = ConversationLifecycle(
-            lock, held, log, settings, self.mcp, link
-        )
+        self.conversations = lifecycle = Conversations(lock, held, log, settings, self.mcp, link)
         self.summaries = summaries = lifecycle.summaries
-        self.edits = ConversationEdits(
+        self.edits = Edits(
             lock, log, held, summaries, lifecycle, link, settings.reapply_anchor_shift
         )
-        self.memory_admin = admin = MemoryAdmin(store, lambda: link.recall)  # /model swaps it
+        self.memory_records = admin = MemoryRecords(store, lambda: link.recall)  # /model swaps it
         # as /note and save_note change them (attributed to the conversation)
         self.owned_notes = OwnedNotes(store.notes, log, admin.correct)
-        self.commands = MemoryCommands(
+        self.memory_commands = MemoryCommands(
             lock, log, summaries, self.owned_notes, lifecycle, link, notes
         )
         self.forgetting = Forgetting(lock, held, log, summaries, admin, notes, lifecycle)
         self.background = BackgroundProbe(lock, link, lifecycle)
-        self.turns = SessionTurns(
+        self.turns = Turns(
             config,
             lock,
             log,
@@ -106,7 +104,7 @@ class ChatSession:
             lifecycle,
             self.edits,
             settings,
-            self.commands,
+            self.memory_commands,
             self.background,
             self.mcp,
             self.owned_notes,
@@ -222,7 +220,7 @@ class ChatSession:
     @property
     def last_retention(self) -> RetentionReport | None:
         """The evidence the last turn carried (None after a switch of conversation)."""
-        return self.lifecycle.last_retention
+        return self.conversations.last_retention
 
     @property
     def incognito(self) -> bool:
@@ -239,7 +237,7 @@ class ChatSession:
         if not model:
             raise SessionError("give a model name: /model NAME")
         await self.probed()  # the old model's probe must not land after the switch
-        await self.lifecycle.switch_model(model)
+        await self.conversations.switch_model(model)
 
     def memory_status(self) -> MemoryStatus:
         status = memory_status(

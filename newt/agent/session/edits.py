@@ -1,6 +1,6 @@
 """Regenerate, edit and fork: the session's operations that rewrite the conversation.
 
-Regenerate and edit run an ordinary turn (SessionTurns.send with
+Regenerate and edit run an ordinary turn (Turns.send with
 `replace_last=True`) under the session lock and the conversation's writer
 lock. Before it, the provider is restored from the log *without* the last turn
 (the same restore a reopened conversation gets), so the request carries
@@ -24,7 +24,7 @@ from newt.agent.display import HistoryEntry, history_entries
 from newt.agent.errors import SessionError
 from newt.agent.session.background_summary import BackgroundSummary
 from newt.agent.session.conversation_log import ConversationLog
-from newt.agent.session.lifecycle import ConversationLifecycle
+from newt.agent.session.conversations import Conversations
 from newt.agent.session.model_link import ModelLink
 from newt.agent.turn.attachments import IMAGE_TOKENS_ESTIMATE, prepare, reload_images, typed_prompt
 from newt.agent.turn.image_parts import TurnAttachments
@@ -35,7 +35,7 @@ from newt.store.live_log import live_rows
 from newt.store.turn_edits import fork_conversation
 
 
-class ConversationEdits:
+class Edits:
     """What rewrites the conversation (ChatSession owns one; a turn, regenerate
     and edit_last included, runs between `before_turn` and `end_replacement`:
     newt.agent.session.turns).
@@ -51,7 +51,7 @@ class ConversationEdits:
         log: ConversationLog,
         store: Store,
         summaries: BackgroundSummary,
-        lifecycle: ConversationLifecycle,
+        lifecycle: Conversations,
         link: ModelLink,
         after_restore: Callable[[Sequence[StoredTurn]], None],
     ) -> None:
@@ -59,7 +59,7 @@ class ConversationEdits:
         self.log = log
         self.store = store
         self.summaries = summaries
-        self.lifecycle = lifecycle
+        self.conversations = lifecycle
         self.link = link
         self.after_restore = after_restore
         self._replaced_log: list[StoredTurn] | None = None
@@ -166,7 +166,7 @@ class ConversationEdits:
             source = self.log.conversation
             if source is None:
                 raise SessionError("nothing to fork yet: this conversation has no turns")
-            async with self.lifecycle.writer():
+            async with self.conversations.writer():
                 stored = await self.log.history()
                 turns = [t for t in live_rows(stored) if t.kind == "turn"]
                 if not turns:
@@ -179,5 +179,5 @@ class ConversationEdits:
                 target = turns[-1 if at is None else at - 1]
                 current = await self.store.conversations.get(source.id) or source
                 fork = await fork_conversation(self.store.db, current, stored, target.id)
-            await self.lifecycle.load(fork)
+            await self.conversations.load(fork)
         return fork

@@ -26,8 +26,8 @@ from newt.agent.own_memory.owned_notes import OwnedNotes
 from newt.agent.session.background_probe import BackgroundProbe
 from newt.agent.session.background_summary import BackgroundSummary
 from newt.agent.session.conversation_log import ConversationLog
-from newt.agent.session.edits import ConversationEdits
-from newt.agent.session.lifecycle import ConversationLifecycle
+from newt.agent.session.conversations import Conversations
+from newt.agent.session.edits import Edits
 from newt.agent.session.model_link import ModelLink
 from newt.agent.session.settings import SettingsControls
 from newt.agent.tools.builtin import TOOL_SCHEMAS
@@ -42,7 +42,7 @@ from newt.memory.notes import NoteBook
 from newt.recall import RetentionReport
 
 
-class SessionTurns:
+class Turns:
     def __init__(
         self,
         config: Config,
@@ -50,8 +50,8 @@ class SessionTurns:
         log: ConversationLog,
         summaries: BackgroundSummary,
         link: ModelLink,
-        lifecycle: ConversationLifecycle,
-        edits: ConversationEdits,
+        lifecycle: Conversations,
+        edits: Edits,
         settings: SettingsControls,
         commands: MemoryCommands,
         background: BackgroundProbe,
@@ -65,7 +65,7 @@ class SessionTurns:
         self.log = log
         self.summaries = summaries
         self.link = link
-        self.lifecycle = lifecycle
+        self.conversations = lifecycle
         self.edits = edits
         self.settings = settings
         self.commands = commands
@@ -116,7 +116,7 @@ class SessionTurns:
         await self.summaries.settle(self.config.backend.timeout_s)
         async with self.lock:
             waited: list[int | None] = []
-            async with self.lifecycle.writer(waited.append):
+            async with self.conversations.writer(waited.append):
                 if waited:
                     yield ev.Notice(
                         "another newt was writing to this conversation; continued after it"
@@ -124,21 +124,21 @@ class SessionTurns:
                 await self.summaries.preempt()  # the user's turn goes first
                 conv = self.log.conversation
                 if await self.log.changed_elsewhere() and conv is not None:
-                    await self.lifecycle.load(conv)  # build on what the other one wrote
+                    await self.conversations.load(conv)  # build on what the other one wrote
                 text, attached = await self.edits.before_turn(text, replace_last)
                 runner = TurnRunner(self.turn_context(attached), text)
                 try:
                     async with aclosing(runner.run()) as events:
                         async for event in events:
                             if isinstance(event, ev.RetainedEvidence):
-                                self.lifecycle.last_retention = event.report
+                                self.conversations.last_retention = event.report
                             elif isinstance(event, ev.TurnStarted):
                                 await self.settings.save_new()  # the conversation exists now
                             elif isinstance(event, ev.TurnDone):
                                 self._keep_speed(event)
                             yield event
                 finally:
-                    self.lifecycle.last_retention = runner.last_retention
+                    self.conversations.last_retention = runner.last_retention
                     self.edits.end_replacement()
                     await self.commands.after_correction()  # the model's save_note replaced one
         self.summaries.start()

@@ -34,9 +34,9 @@ from newt.agent.tools.builtin import (
 from newt.agent.tools.text_calls import ToolTextGate
 from newt.agent.turn.context import TurnContext, TurnProgress
 from newt.agent.turn.reply_pace import PaceMeter
-from newt.backend.client import ChatResult, TextDelta
+from newt.backend.client import ChatResult, StreamText
 from newt.backend.errors import ToolsUnsupportedError
-from newt.backend.types import PromptProgress, ThinkingDelta
+from newt.backend.types import PromptProgress, StreamThinking
 from newt.memory import MemMessage
 
 # A tool result may take at most this share of the context window.
@@ -65,16 +65,16 @@ class ReplyRounds:
         try:
             async with aclosing(self.s.client.stream_chat(wire, tools=tools, **options)) as stream:
                 async for item in stream:
-                    if isinstance(item, TextDelta | ThinkingDelta) and (pace := meter.token()):
+                    if isinstance(item, StreamText | StreamThinking) and (pace := meter.token()):
                         if p.first_token_s is None:
                             p.first_token_s = pace.first_token_s
                         yield pace
-                    if isinstance(item, TextDelta):
+                    if isinstance(item, StreamText):
                         p.clock.tick()
                         p.reply += item.text
                         if shown := gate.feed(item.text):
                             yield ev.TextDelta(shown)
-                    elif isinstance(item, ThinkingDelta):
+                    elif isinstance(item, StreamThinking):
                         p.clock.tick()
                         p.thinking += item.text
                         yield ev.ThinkingDelta(item.text)

@@ -21,7 +21,7 @@ async def rename(config: Config, conv_id: str, title: str, out: TextIO) -> int:
     if not title.strip():
         raise InputError("the new title is empty; give one: newt rename ID TITLE")
     async with offline_session(config) as session:
-        conv = await session.lifecycle.rename_conversation(conv_id, title)
+        conv = await session.conversations.rename_conversation(conv_id, title)
     out.write(clean(conv.title) + "\n")
     return EXIT_OK
 

@@ -30,7 +30,7 @@ async def search(config: Config, query: str, as_json: bool, limit: int | None, o
     from newt.agent.own_memory.records import SEARCH_LIMIT
 
     async with offline_session(config) as session:
-        hits = await session.memory_admin.search(query, limit=limit or SEARCH_LIMIT)
+        hits = await session.memory_records.search(query, limit=limit or SEARCH_LIMIT)
     if as_json:
         out.write(json.dumps([hit_json(h) for h in hits], indent=2) + "\n")
     elif not hits:
@@ -107,7 +107,7 @@ async def show(config: Config, key: str, out: TextIO) -> int:
         record = await session.fetch_record(_checked_key(key))
         if record is None:
             raise InputError(f"no memory record {key.strip()!r}; `newt memory search` lists them")
-        hit = (await session.memory_admin.hits([record]))[0]
+        hit = (await session.memory_records.hits([record]))[0]
     where = clean(hit.conversation_title) or "-"
     if hit.conversation_id:
         where += f" ({hit.conversation_id[:12]})"
@@ -206,7 +206,7 @@ async def _all_exist(config: Config, keys: Sequence[str]) -> int:
 
 async def _matching(config: Config, query: str) -> list[MemoryHit]:
     async with offline_session(config) as session:
-        return await session.memory_admin.matching(query)
+        return await session.memory_records.matching(query)
 
 
 async def _everything_summary(config: Config) -> str:

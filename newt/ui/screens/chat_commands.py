@@ -23,7 +23,7 @@ from newt.ui.format import tokens
 from newt.ui.screens.help import HelpScreen
 from newt.ui.screens.import_commands import ImportCommands
 from newt.ui.screens.memory import MemoryScreen
-from newt.ui.screens.memory_commands import MemoryCommands
+from newt.ui.screens.memory_commands import MemoryChatCommands
 from newt.ui.screens.model_commands import ModelCommands
 from newt.ui.session_api import SessionLike
 from newt.ui.widgets.entries import CompactionEntry, compaction_summary
@@ -72,10 +72,10 @@ def export_path(title: str, conv_id: str, fmt: str, directory: Path) -> Path:
     return path
 
 
-class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
+class ChatCommands(ImportCommands, MemoryChatCommands, ModelCommands):
     """`run` dispatches; `cmd_<name>(arg)` for each command that talks to the session
     (/model, /settings and /preset in ModelCommands; the memory view, /recall,
-    /incognito and the picker's rename and delete in MemoryCommands; /import in
+    /incognito and the picker's rename and delete in MemoryChatCommands; /import in
     ImportCommands)."""
 
     def __init__(self, screen: CommandHost) -> None:
@@ -115,7 +115,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
             from newt.ui.screens.picker import PickerScreen  # brings the agent's views
 
             picker = PickerScreen(
-                self.session.lifecycle.search_conversations,
+                self.session.conversations.search_conversations,
                 current,
                 rename=self.rename_conversation,
                 delete=self.delete_conversation,
@@ -193,7 +193,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
                 raise
 
     async def cmd_new(self, arg: str) -> None:
-        await self.session.lifecycle.new_conversation()
+        await self.session.conversations.new_conversation()
         await self.screen.log_view.replace_all([])
         self.screen.sidebar.show(None)
         self.screen.refresh_header()
@@ -201,7 +201,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         self.screen.notify("New conversation.", timeout=2)
 
     async def cmd_resume(self, arg: str) -> None:
-        conv = await self.session.lifecycle.resume(arg)
+        conv = await self.session.conversations.resume(arg)
         self.screen.load_conversation()
         self.screen.notify(f"Resumed “{conv.title or conv.id[:8]}”.", timeout=3, markup=False)
 
@@ -211,12 +211,12 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
                 "Usage: /note <text> | replace <old> => <new> | remove <text> | list"
             )
             return
-        self.screen.feedback(await self.session.commands.note(arg))
+        self.screen.feedback(await self.session.memory_commands.note(arg))
         self.screen.refresh_meter()
 
     async def cmd_compact(self, arg: str) -> None:
         self.screen.feedback("Folding older turns into the summary…", "info")
-        result = await self.session.commands.compact(arg or None)
+        result = await self.session.memory_commands.compact(arg or None)
         if result is None:
             self.screen.feedback("Nothing to fold yet: every turn still fits.")
         else:
@@ -275,7 +275,7 @@ class ChatCommands(ImportCommands, MemoryCommands, ModelCommands):
         if conv is None:
             self.screen.feedback("Nothing to export yet.", "warning")
             return
-        text = await self.session.lifecycle.export(fmt)
+        text = await self.session.conversations.export(fmt)
         path = export_path(conv.title, conv.id, fmt, Path.cwd())
         from newt.agent.session.export import write_export
 

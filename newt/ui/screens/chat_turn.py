@@ -24,7 +24,7 @@ from newt.ui.widgets.entries import (
     AssistantEntry,
     CompactionEntry,
     ErrorEntry,
-    ToolCall,
+    ToolCallEntry,
     UserEntry,
     compaction_summary,
 )
@@ -134,7 +134,7 @@ async def show_event(
     elif isinstance(event, ev.ReplyPace):
         view.show_pace(event)
     elif isinstance(event, ev.ToolCallStarted):
-        await view.start_tool(ToolCall(event.call_id, event.name, event.arguments))
+        await view.start_tool(ToolCallEntry(event.call_id, event.name, event.arguments))
     elif isinstance(event, ev.ToolCallFinished):
         view.finish_tool(event.call_id, event.result, event.error)
     elif isinstance(event, ev.UsageReported):

@@ -146,7 +146,7 @@ class MemoryBrowserScreen(ModalScreen[None]):
             await asyncio.sleep(delay)
         status = self.query_one("#memory-status", Static)
         try:
-            found = list(await self.session.memory_admin.search(text))
+            found = list(await self.session.memory_records.search(text))
         except Exception as exc:  # a store error shows here; the app goes on
             status.update(Content(f"Search failed: {describe(exc)}"))
             return
@@ -210,7 +210,7 @@ class MemoryBrowserScreen(ModalScreen[None]):
             self._say("Type what to forget in the search box first, then F.")
             return
         try:
-            going = list(await self.session.memory_admin.matching(query))
+            going = list(await self.session.memory_records.matching(query))
         except Exception as exc:
             self._say(describe(exc))
             return

@@ -44,7 +44,7 @@ def incognito_said(on: bool, report: ForgetReport | None, *, left_unsaved: bool 
     )
 
 
-class MemoryCommands:
+class MemoryChatCommands:
     screen: CommandHost
 
     @property
@@ -120,7 +120,7 @@ class MemoryCommands:
     # -- the resume picker's rename and delete ---------------------------------------
 
     async def rename_conversation(self, conv_id: str, title: str) -> str:
-        conv = await self.session.lifecycle.rename_conversation(conv_id, title)
+        conv = await self.session.conversations.rename_conversation(conv_id, title)
         self.screen.refresh_header()
         return f"Renamed to “{conv.title}”."
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class ToolCall:
+class ToolCallEntry:
     call_id: str
     name: str
     arguments: dict[str, Any]
@@ -41,7 +41,7 @@ class UserEntry:
 
 @dataclass
 class AssistantEntry:
-    parts: list[str | ToolCall] = field(default_factory=list)
+    parts: list[str | ToolCallEntry] = field(default_factory=list)
     """Reply text segments and tool calls, in the order they happened."""
     status: str = "streaming"  # streaming | complete | interrupted | failed
     thinking: str = ""
@@ -125,7 +125,7 @@ def compaction_summary(record: str) -> str:
     return clean(record_summary(record))
 
 
-def _tool_call(event: dict[str, Any], index: int) -> ToolCall:
+def _tool_call(event: dict[str, Any], index: int) -> ToolCallEntry:
     args = event.get("arguments", {})
     if isinstance(args, str):
         try:
@@ -133,7 +133,7 @@ def _tool_call(event: dict[str, Any], index: int) -> ToolCall:
         except ValueError:
             args = {"raw": args}
     result = event.get("result")
-    return ToolCall(
+    return ToolCallEntry(
         call_id=str(event.get("call_id") or event.get("id") or index),
         name=str(event.get("name", "tool")),
         arguments=args if isinstance(args, dict) else {"value": args},
@@ -159,7 +159,7 @@ def entries_from_history(turns: Sequence[HistoryEntry]) -> list[Entry]:
             continue
         attached = turn.attached
         entries.append(UserEntry(turn.user + ("\n📎 " + ", ".join(attached) if attached else "")))
-        parts: list[str | ToolCall] = [
+        parts: list[str | ToolCallEntry] = [
             _tool_call(e, i) for i, e in enumerate(turn.tool_events) if isinstance(e, dict)
         ]
         if turn.assistant:

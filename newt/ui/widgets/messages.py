@@ -27,7 +27,7 @@ from newt.ui.widgets.entries import (
     Entry,
     ErrorEntry,
     NoticeEntry,
-    ToolCall,
+    ToolCallEntry,
     UserEntry,
 )
 from newt.ui.widgets.log_host import LogHost
@@ -138,13 +138,13 @@ class ErrorMessage(Horizontal):
             self.post_message(self.RetryRequested(self.entry.retry_text))
 
 
-def _tool_title(call: ToolCall) -> str:
+def _tool_title(call: ToolCallEntry) -> str:
     marks = {"running": "…", "done": "✓", "error": "✖"}
     args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
     return f"{marks[call.state]} {call.name}({one_line(args, 60)})"
 
 
-def _tool_body(call: ToolCall) -> str:
+def _tool_body(call: ToolCallEntry) -> str:
     args = json.dumps(call.arguments, indent=2, ensure_ascii=False)
     result = "(running)" if call.result is None else clean(call.result)
     if len(result) > TOOL_TEXT_LIMIT:
@@ -155,7 +155,7 @@ def _tool_body(call: ToolCall) -> str:
 class ToolCallBlock(Collapsible):
     """A compact, expandable record of one tool call."""
 
-    def __init__(self, call: ToolCall) -> None:
+    def __init__(self, call: ToolCallEntry) -> None:
         self.call = call
         self._body = Static(Content(_tool_body(call)), classes="tool-body")
         # Content, not str: a str title is parsed as markup, and the arguments come
@@ -285,7 +285,7 @@ class AssistantMessage(MessageKeys, Vertical, can_focus=True):
             stream, self._stream = self._stream, None
             await stream.finish()  # renders only the last block again
 
-    async def start_tool(self, call: ToolCall) -> None:
+    async def start_tool(self, call: ToolCallEntry) -> None:
         await self._close_segment()
         self.entry.parts.append(call)
         await self.mount(ToolCallBlock(call), before=self._status)
@@ -318,7 +318,9 @@ class AssistantMessage(MessageKeys, Vertical, can_focus=True):
         if reply is not None and reply != self.entry.text:
             # The session's final reply is the truth (e.g. after a retry):
             # show it as one segment after any tool calls.
-            parts: list[str | ToolCall] = [p for p in self.entry.parts if not isinstance(p, str)]
+            parts: list[str | ToolCallEntry] = [
+                p for p in self.entry.parts if not isinstance(p, str)
+            ]
             if reply:
                 parts.append(reply)
             self.entry.parts = parts

@@ -29,7 +29,7 @@ async def test_a_forgotten_message_is_in_no_byte_of_the_database(
         assert next(iter(vectors))[0] > 0, "the secret was never embedded: the test proves nothing"
         assert holds(db, SECRET), "the secret never reached the file: the test proves nothing"
 
-        preview = await chat.session.memory_admin.matching(SECRET)
+        preview = await chat.session.memory_records.matching(SECRET)
         assert {h.kind for h in preview} == {"message", "reply"}
         report = await chat.session.forgetting.forget_matching(SECRET)
         assert report.records == 2 and report.messages == 2 and report.scrubbed
@@ -45,7 +45,9 @@ async def test_a_forgotten_message_is_in_no_byte_of_the_database(
         await chat.say("What is my locker code?")
         assert SECRET not in sent(fake_openai)
         assert FORGOTTEN in sent(fake_openai)  # the message is still there, as forgotten
-        assert all(SECRET not in h.content for h in await chat.session.memory_admin.search(SECRET))
+        assert all(
+            SECRET not in h.content for h in await chat.session.memory_records.search(SECRET)
+        )
         assert chat.session.conversation is not None
         # it was made from the message: now from what remains
         assert chat.session.conversation.title.startswith("And the bike lock is")

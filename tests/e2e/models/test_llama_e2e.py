@@ -19,7 +19,7 @@ from newt.backend.client import ChatClient
 from newt.backend.errors import ContextLengthExceededError
 from newt.backend.learned_limits import record_overflow, record_probe, resolve_budget
 from newt.backend.probe import ProbeResult, probe_context_window
-from newt.backend.types import ChatResult, StreamEvent, TextDelta
+from newt.backend.types import ChatResult, StreamEvent, StreamText
 from newt.store import Store
 
 if TYPE_CHECKING:
@@ -56,8 +56,8 @@ async def test_streaming_reply(llama_server: LlamaServer):
     events = await stream(llama_server, MESSAGES, max_tokens=16, temperature=0.0)
     *deltas, result = events
     assert isinstance(result, ChatResult)
-    assert deltas and all(isinstance(d, TextDelta) for d in deltas)
-    assert "".join(d.text for d in deltas if isinstance(d, TextDelta)) == result.text
+    assert deltas and all(isinstance(d, StreamText) for d in deltas)
+    assert "".join(d.text for d in deltas if isinstance(d, StreamText)) == result.text
     assert not result.interrupted
     assert result.finish_reason in ("stop", "length")
     assert result.usage is not None

@@ -270,7 +270,7 @@ async def talked_over_then_corrected(chat: Chat) -> None:
 async def test_told_in_an_earlier_conversation_corrected_in_todays(chat: Chat) -> None:
     old = "My cat Mochi weighs 4 kilos."
     await chat.say(old, "A healthy weight!")
-    await chat.session.lifecycle.new_conversation()
+    await chat.session.conversations.new_conversation()
     new = "The vet said Mochi weighs 5 kilos now."
     await chat.say(new, "Mochi is growing.", days=30)
     messages = await chat.ask("How much does Mochi weigh?")
@@ -283,7 +283,7 @@ async def test_told_in_an_earlier_conversation_corrected_in_todays_then_pruned(
 ) -> None:
     old = "My cat Mochi weighs 4 kilos."
     await chat.say(old, "A healthy weight!")
-    await chat.session.lifecycle.new_conversation()
+    await chat.session.conversations.new_conversation()
     new = "The vet said Mochi weighs 5 kilos now."
     await chat.say(new, "Mochi is growing.", days=30)
     await chat.filler()

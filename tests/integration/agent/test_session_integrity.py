@@ -66,7 +66,9 @@ async def test_compact_waits_for_a_reply_in_flight(fake_openai: FakeOpenAI) -> N
         await fill(session, fake_openai, 3)
         fake_openai.script(Reply(text="slow reply", first_byte_delay_s=SLOW), Reply(text="S"))
         _, compacted, order = await started_then(
-            run_turn(session, "one more"), lambda: session.commands.compact(None), fake_openai
+            run_turn(session, "one more"),
+            lambda: session.memory_commands.compact(None),
+            fake_openai,
         )
         assert order == ["first", "second"]
         log = await session.edits.history()
@@ -88,7 +90,9 @@ async def test_new_waits_for_compact_so_the_summary_stays_in_its_conversation(
         first_id = session.conversation.id if session.conversation else ""
         fake_openai.script(Reply(text="summary of the first talk", first_byte_delay_s=SLOW))
         compacted, _, order = await started_then(
-            session.commands.compact(None), session.lifecycle.new_conversation, fake_openai
+            session.memory_commands.compact(None),
+            session.conversations.new_conversation,
+            fake_openai,
         )
         assert order == ["first", "second"]
         assert compacted is not None and "summary of the first talk" in compacted.record
@@ -112,12 +116,14 @@ async def test_resume_waits_for_compact(fake_openai: FakeOpenAI) -> None:
         fake_openai.script(Reply(text="other"))
         await run_turn(session, "another conversation")
         other = session.conversation.id if session.conversation else ""
-        await session.lifecycle.new_conversation()
+        await session.conversations.new_conversation()
         await fill(session, fake_openai, 3)
         first = session.conversation.id if session.conversation else ""
         fake_openai.script(Reply(text="summary", first_byte_delay_s=SLOW))
         _, _, order = await started_then(
-            session.commands.compact(None), lambda: session.lifecycle.resume(other), fake_openai
+            session.memory_commands.compact(None),
+            lambda: session.conversations.resume(other),
+            fake_openai,
         )
         assert order == ["first", "second"]
         assert [t.kind for t in await session.store.turns.for_conversation(other)] == ["turn"]
@@ -132,9 +138,9 @@ async def test_changes_wait_for_a_reply_in_flight(fake_openai: FakeOpenAI, secon
     try:
         fake_openai.script(Reply(text="slow reply", first_byte_delay_s=SLOW))
         ops: dict[str, Callable[[], Awaitable[Any]]] = {
-            "note": lambda: session.commands.note("the user likes tea"),
+            "note": lambda: session.memory_commands.note("the user likes tea"),
             "model": lambda: session.set_model("other-model"),
-            "new": session.lifecycle.new_conversation,
+            "new": session.conversations.new_conversation,
         }
         events, _, order = await started_then(run_turn(session, "hello"), ops[second], fake_openai)
         assert order == ["first", "second"]
@@ -289,7 +295,7 @@ async def test_a_summary_lands_after_another_newt_added_a_turn(fake_openai: Fake
         conv_id = first.conversation.id if first.conversation else ""
 
         second = await open_session(fake_openai, config)
-        await second.lifecycle.resume(conv_id)
+        await second.conversations.resume(conv_id)
         fake_openai.script(Reply(text="short"))
         assert done_of(await run_turn(second, "hi")).status == "complete"
         await second.close()

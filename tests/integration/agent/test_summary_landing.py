@@ -178,7 +178,7 @@ def test_print_mode_waits_for_a_detached_writer_of_an_overdue_summary() -> None:
             async def next_turn() -> list[ev.AgentEvent]:
                 session = await ChatSession.open(make_config(server.base_url, SMALL))
                 try:
-                    await session.lifecycle.resume(conv_id)
+                    await session.conversations.resume(conv_id)
                     return await run_turn(session, "and one more question")
                 finally:
                     await session.close()

@@ -488,13 +488,13 @@ async def test_applying_an_incognito_preset_turns_incognito_on(
     session = await ChatSession.open(make_config(fake_openai.base_url, text))
     try:
         await run_turn(session, f"My locker code is {SECRET}.")
-        assert not session.incognito and await session.memory_admin.search(SECRET)
+        assert not session.incognito and await session.memory_records.search(SECRET)
         await session.settings_controls.apply_preset("private")
         assert session.incognito
-        assert await session.memory_admin.search(SECRET) == []
+        assert await session.memory_records.search(SECRET) == []
         await session.settings_controls.apply_preset("open")
         assert session.incognito  # only turned on, never off
-        await session.lifecycle.new_conversation()
+        await session.conversations.new_conversation()
         assert session.incognito  # and the next conversation starts out of memory too
     finally:
         await session.close()

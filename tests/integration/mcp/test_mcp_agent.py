@@ -111,7 +111,7 @@ async def _guard_compacts(config: Config, fake: FakeOpenAI, *, mcp_on: bool) -> 
         assert first.conversation is not None
         conv_id = first.conversation.id
     async with await ChatSession.open(config) as session:
-        await session.lifecycle.resume(conv_id)
+        await session.conversations.resume(conv_id)
         await session.mcp.prepare()  # the turn's own prepare then finds them started
         mcp_tokens = session.estimate_tokens(json.dumps(session.mcp.schemas()))
         assert mcp_tokens > 300

@@ -83,26 +83,26 @@ async def test_deleting_a_conversation_leaves_its_fork_working(fake_openai: Fake
         await chat.say("Remember that the boat is called Seagull.")
         assert s.conversation is not None
         original = s.conversation.id
-        await s.commands.note(f"the garage code is {SECRET}")  # made in this conversation
+        await s.memory_commands.note(f"the garage code is {SECRET}")  # made in this conversation
         log = await s.log.history()
         fork = await s.edits.fork(log[-1].id)
-        await s.lifecycle.resume(original)
+        await s.conversations.resume(original)
         await chat.say(f"Only the original knows {CONTROL}.")
 
         conv, report = await s.forgetting.delete_conversation(original[:8])
         assert conv.id == original and report.conversations == 1 and report.notes == 1
         assert s.conversation is None  # the open one was deleted: a fresh one starts
-        assert [c.id for c in await s.lifecycle.list_conversations()] == [fork.id]
+        assert [c.id for c in await s.conversations.list_conversations()] == [fork.id]
         db = s.store.db.path
         assert holds(db, CONTROL) == [] and holds(db, SECRET) == []
         assert SECRET not in s.settings_controls.system_prompt
 
-        await s.lifecycle.resume(fork.id)  # the fork opens with its own copies
+        await s.conversations.resume(fork.id)  # the fork opens with its own copies
         await chat.say("What was the boat called?")
         assert "Seagull" in sent(fake_openai)
-        hits = await s.memory_admin.search("PAPAYA42 flowerpot")
+        hits = await s.memory_records.search("PAPAYA42 flowerpot")
         assert hits and hits[0].conversation_id == fork.id
-        await s.lifecycle.new_conversation()
+        await s.conversations.new_conversation()
         await chat.say("Where is the spare key, under which flowerpot?")
         assert "PAPAYA42" in sent(fake_openai), "the fork's recall record went with the original"
     finally:
@@ -114,13 +114,13 @@ async def test_rename_with_a_unique_prefix(fake_openai: FakeOpenAI) -> None:
     try:
         await chat.say("hello there")
         assert chat.session.conversation is not None
-        renamed = await chat.session.lifecycle.rename_conversation(
+        renamed = await chat.session.conversations.rename_conversation(
             chat.session.conversation.id[:6], "  Trip   plans "
         )
         assert renamed.title == "Trip plans"
         assert chat.session.conversation.title == "Trip plans"
         with pytest.raises(Exception, match="empty"):
-            await chat.session.lifecycle.rename_conversation(renamed.id, "   ")
+            await chat.session.conversations.rename_conversation(renamed.id, "   ")
     finally:
         await chat.session.close()
 
@@ -135,7 +135,7 @@ async def test_forgetting_a_word_that_is_no_key_is_the_users_error(
         with pytest.raises(NewtError, match="not a record key") as caught:
             await chat.session.forgetting.forget(["hello"])
         assert user_message(caught.value) is not None and caught.value.exit_status == 2
-        assert await chat.session.memory_admin.search("hello there")
+        assert await chat.session.memory_records.search("hello there")
     finally:
         await chat.session.close()
 
@@ -153,8 +153,8 @@ async def test_an_incognito_conversation_is_never_indexed_or_embedded(
         assert "save_note" not in json.dumps(fake_openai.chat_requests[-1].body.get("tools", []))
         assert await s.store.conversations.get(s.conversation.id) is None  # memory only
         with pytest.raises(SessionError, match="incognito saves nothing"):
-            await s.commands.note(f"the code is {SECRET}")
-        assert await s.commands.note("list") is not None  # reading the notes still works
+            await s.memory_commands.note(f"the code is {SECRET}")
+        assert await s.memory_commands.note("list") is not None  # reading the notes still works
         await chat.embedded()
         rows = await s.store.db.conn.execute_fetchall("SELECT count(*) FROM memory_records")
         assert next(iter(rows))[0] == 0
@@ -162,7 +162,7 @@ async def test_an_incognito_conversation_is_never_indexed_or_embedded(
         assert next(iter(rows))[0] == 0
 
         await s.forgetting.set_incognito(False)
-        await s.lifecycle.new_conversation()
+        await s.conversations.new_conversation()
         assert not s.incognito
         await chat.say("What is my locker code?")
         assert SECRET not in sent(fake_openai)
@@ -183,7 +183,7 @@ async def test_incognito_again_after_leaving_an_unsaved_conversation(
         saved = s.conversation
         assert saved is not None
         await s.forgetting.set_incognito(True)  # it goes to memory; nothing of it stays on disk
-        await s.lifecycle.new_conversation()
+        await s.conversations.new_conversation()
         await chat.say(f"Between us: {SECRET}.")
         unsaved = await s.edits.history()
         assert unsaved and all(t.id >= 1 << 50 for t in unsaved)
@@ -212,7 +212,7 @@ async def test_turning_incognito_on_later_removes_what_was_indexed(
         rows = await s.store.db.conn.execute_fetchall("SELECT count(*) FROM memory_vectors")
         assert next(iter(rows))[0] == 0
         await chat.say("one more thing to keep between us")
-        await s.lifecycle.new_conversation()
+        await s.conversations.new_conversation()
         assert s.incognito  # /new keeps the choice until it is turned off
         await s.forgetting.set_incognito(False)
         await chat.say("What is my locker code?")
@@ -227,12 +227,12 @@ async def test_a_corrected_note_never_comes_back(fake_openai: FakeOpenAI, how: s
     s = chat.session
     try:
         await chat.say("My sister lives in Tromsø, by the way.")
-        await s.commands.note("sister lives in Tromsø")
+        await s.memory_commands.note("sister lives in Tromsø")
         await chat.filler(3)
         if how == "replace":
-            await s.commands.note("replace Tromsø => sister lives in Bergen")
+            await s.memory_commands.note("replace Tromsø => sister lives in Bergen")
         elif how == "remove":
-            await s.commands.note("remove Tromsø")
+            await s.memory_commands.note("remove Tromsø")
         else:  # the model's save_note tool, inside a turn
             fake_openai.responder = None
             fake_openai.script(
@@ -254,7 +254,7 @@ async def test_a_corrected_note_never_comes_back(fake_openai: FakeOpenAI, how: s
             fake_openai.responder = chat._respond
         await chat.say("And where does she live now?")  # the same conversation
         assert "Tromsø" not in sent(fake_openai)
-        await s.lifecycle.new_conversation()  # another one: recall, notes
+        await s.conversations.new_conversation()  # another one: recall, notes
         await chat.say("Where does my sister live?")
         assert "Tromsø" not in sent(fake_openai)
         if how != "remove":
@@ -312,10 +312,10 @@ async def test_a_forgotten_note_goes_like_a_removed_one(fake_openai: FakeOpenAI)
     s = chat.session
     try:
         await chat.say("Note this: sister lives in Tromsø.")
-        await s.commands.note("sister lives in Tromsø")
+        await s.memory_commands.note("sister lives in Tromsø")
         await chat.say("Thanks, that is all for now.")  # the note rides in the system prompt
         assert "sister lives in Tromsø" in sent(fake_openai)
-        hits = [h for h in await s.memory_admin.search("Tromsø") if h.kind == "note"]
+        hits = [h for h in await s.memory_records.search("Tromsø") if h.kind == "note"]
         assert hits
         report = await s.forgetting.forget([hits[0].key])
         assert report.notes == 1

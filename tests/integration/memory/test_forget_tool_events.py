@@ -37,7 +37,7 @@ async def chat(fake: FakeOpenAI) -> tuple[ChatSession, Asking]:
     model = Asking()
     fake.responder = model
     await run_turn(session, FACT)
-    await session.lifecycle.new_conversation()
+    await session.conversations.new_conversation()
     model.search = True
     await run_turn(session, "Where does my sister live, and where does she teach?")
     assert len(fake.chat_requests) >= 3, "the model never searched memory"
@@ -54,7 +54,7 @@ async def test_a_forgotten_message_leaves_every_tool_event_that_quoted_it(
     try:
         db = session.store.db.path
         if how == "conversation":
-            first = (await session.lifecycle.list_conversations())[-1]
+            first = (await session.conversations.list_conversations())[-1]
             assert first.id != session.conversation.id if session.conversation else False
             await session.forgetting.delete_conversation(first.id)
         else:

@@ -88,7 +88,7 @@ async def test_a_probe_that_changes_the_budget_keeps_the_resumed_conversation(
         session = await ChatSession.open(config, background_probe=True)
         async with session:
             assert session.budget.context_tokens == 4096  # the cache, at once
-            assert await session.lifecycle.continue_latest() is not None
+            assert await session.conversations.continue_latest() is not None
             assert session.memory_status().resident_turns == 2
             gate.set()
             await session.probed()

@@ -294,7 +294,7 @@ async def test_compaction_is_persisted_and_restored_identically(
         await close(store, session)
     store, session = await open_session(fake_openai, config)
     try:
-        await session.lifecycle.resume(conv_id[:10])
+        await session.conversations.resume(conv_id[:10])
         after = session.memory_status()
         assert (after.used, after.budget, after.resident_turns) == (
             before.used,
@@ -312,7 +312,7 @@ async def test_recall_evidence_rides_in_the_request_only(fake_openai: FakeOpenAI
     try:
         fake_openai.script(Reply(text="Noted, the locker code is 7312."))
         await run_turn(session, "My gym locker code is 7312, keep it in mind.")
-        await session.lifecycle.new_conversation()
+        await session.conversations.new_conversation()
         assert isinstance(session.provider, TokenBudget)
         estimate = session.provider.estimator.estimation  # as the turn will count
         fake_openai.script(Reply(text="It is 7312.", prompt_tokens=500))
@@ -358,12 +358,12 @@ async def test_fetch_record_tool_returns_full_record(fake_openai: FakeOpenAI) ->
 async def test_note_command_language(fake_openai: FakeOpenAI) -> None:
     store, session = await open_session(fake_openai)
     try:
-        assert await session.commands.note("likes green tea") == "saved note"
-        assert await session.commands.note("likes green tea") == "that note is already saved"
-        assert "replaced" in await session.commands.note("replace green => likes black tea")
-        listing = await session.commands.note("list")
+        assert await session.memory_commands.note("likes green tea") == "saved note"
+        assert await session.memory_commands.note("likes green tea") == "that note is already saved"
+        assert "replaced" in await session.memory_commands.note("replace green => likes black tea")
+        listing = await session.memory_commands.note("list")
         assert "1. likes black tea" in listing
-        assert "removed" in await session.commands.note("remove black")
+        assert "removed" in await session.memory_commands.note("remove black")
         assert await store.notes.list() == []
     finally:
         await close(store, session)
@@ -380,8 +380,8 @@ async def test_export_has_no_secrets(
         assert fake_openai.chat_requests[-1].headers["authorization"] == (
             "Bearer sk-test-SUPERSECRET-0042"
         )
-        md = await session.lifecycle.export("md")
-        data = json.loads(await session.lifecycle.export("json"))
+        md = await session.conversations.export("md")
+        data = json.loads(await session.conversations.export("json"))
         assert "## User" in md and data["turns"][0]["user"] == "hello"
         assert "SUPERSECRET" not in md and "SUPERSECRET" not in json.dumps(data)
         db_path = session.config.db_path

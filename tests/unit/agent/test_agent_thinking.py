@@ -87,7 +87,7 @@ async def test_resume_shows_thinking_and_counts_and_memory_totals(fake_openai: F
     config = make_config(fake_openai.base_url)
     again = await ChatSession.open(config, store)
     try:
-        await again.lifecycle.resume(conv_id)
+        await again.conversations.resume(conv_id)
         history = await again.edits.history()
         assert [h.thinking for h in history] == ["thought A", ""]
         stats = [h.stats for h in history]
@@ -97,7 +97,7 @@ async def test_resume_shows_thinking_and_counts_and_memory_totals(fake_openai: F
         ]
         status = again.memory_status()
         assert (status.total_prompt_tokens, status.total_completion_tokens) == (300, 42)
-        exported = await again.lifecycle.export("md")
+        exported = await again.conversations.export("md")
         assert "thought A" in exported and "Thinking" in exported
     finally:
         await again.close()

@@ -92,11 +92,11 @@ async def test_settings_before_the_first_turn_are_stored_with_it(fake_openai: Fa
         assert session.conversation is not None
         stored = await session.store.settings.get(session.conversation.id)
         assert stored is not None and stored.settings == ChatSettings(temperature=0.7)
-        await session.lifecycle.new_conversation()
+        await session.conversations.new_conversation()
         assert (
             session.settings_controls.settings == ChatSettings()
         )  # a new conversation starts afresh
-        await session.lifecycle.resume((await session.lifecycle.list_conversations())[0].id)
+        await session.conversations.resume((await session.conversations.list_conversations())[0].id)
         assert session.settings_controls.settings == ChatSettings(temperature=0.7)
     finally:
         await session.close()
@@ -132,7 +132,7 @@ async def test_a_new_system_prompt_reanchors_the_figures_now_and_after_resume(
 
     session = await open_session(fake_openai)
     try:
-        await session.lifecycle.resume(conv_id)
+        await session.conversations.resume(conv_id)
         assert session.settings_controls.settings.system_prompt == PIRATE
         assert session.memory_status().used == after.used  # restored with the shift
         # a turn measured with the new prompt re-anchors: the shift is spent
@@ -145,7 +145,7 @@ async def test_a_new_system_prompt_reanchors_the_figures_now_and_after_resume(
 
     session = await open_session(fake_openai)
     try:
-        await session.lifecycle.resume(conv_id)
+        await session.conversations.resume(conv_id)
         assert session.memory_status().used == 645  # not shifted a second time
     finally:
         await session.close()
@@ -270,7 +270,7 @@ async def test_a_startup_preset_is_what_new_conversations_start_with(
         await session.settings_controls.update_settings(
             ChatSettings(temperature=1.0)
         )  # this conversation only
-        await session.lifecycle.new_conversation()
+        await session.conversations.new_conversation()
         assert (
             session.settings_controls.settings.preset == "terse"
             and session.settings_controls.settings.temperature == 0.2

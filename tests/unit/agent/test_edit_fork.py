@@ -57,7 +57,7 @@ def state(session: ChatSession) -> tuple[Any, ...]:
 
 async def fresh_state(fake: FakeOpenAI, conv_id: str, config_text: str) -> tuple[Any, ...]:
     async with await open_session(fake, config_text) as fresh:
-        await fresh.lifecycle.resume(conv_id)
+        await fresh.conversations.resume(conv_id)
         return state(fresh)
 
 
@@ -134,7 +134,7 @@ async def test_edit_sends_the_new_words_in_place_of_the_last_prompt(
     assert "frnace" not in str(fake_openai.chat_requests[-1].body)
     await session.close()
     async with await open_session(fake_openai) as fresh:
-        await fresh.lifecycle.resume(conv.id)
+        await fresh.conversations.resume(conv.id)
         assert [h.user for h in await fresh.edits.history()][-2:] == [
             "what is the capital of France",
             "and of Spain",
@@ -210,7 +210,7 @@ async def test_fork_copies_the_turns_up_to_there(fake_openai: FakeOpenAI) -> Non
         "ok: bravo",
         "echo",
     ]
-    listed = {c.id: c for c in await session.lifecycle.list_conversations()}
+    listed = {c.id: c for c in await session.conversations.list_conversations()}
     assert listed[fork.id].parent_title == "alpha" and listed[fork.id].turn_count == 3
     assert listed[parent.id].turn_count == 4  # the parent is untouched
     # the copies share the originals' recall records (one per fact in the index)
@@ -255,7 +255,7 @@ async def test_a_fork_after_compaction_starts_in_the_memory_state_of_its_turn(
     for at in (5, 3):
         conv = session.conversation
         assert conv is not None
-        await session.lifecycle.resume(conv.id if at == 5 else log[0].conversation_id)
+        await session.conversations.resume(conv.id if at == 5 else log[0].conversation_id)
         fork = await session.edits.fork(at)
         forked = state(session)
         # the same working set, record and fullness as the original right after turn `at`;
@@ -275,7 +275,7 @@ async def test_recall_in_a_fork_leaves_out_what_the_fork_holds(fake_openai: Fake
     # the turn is resident (copied): recall must not send it again as a capsule
     assert str(fake_openai.chat_requests[-1].body).count("Rottnest") == 1
     # ...while a conversation that does not hold it gets it back from recall
-    await session.lifecycle.new_conversation()
+    await session.conversations.new_conversation()
     await run_turn(session, "where does the quokka live")
     assert "Rottnest" in str(fake_openai.chat_requests[-1].body)
     await session.close()
@@ -303,7 +303,7 @@ async def test_a_regenerate_builds_on_what_another_newt_wrote(fake_openai: FakeO
     conv = first.conversation
     assert conv is not None
     second = await open_session(fake_openai)
-    await second.lifecycle.resume(conv.id)
+    await second.conversations.resume(conv.id)
     await run_turn(second, "from the second newt")
     await second.close()
     # the first newt's view is stale: the regenerate replaces the newest turn in the store
@@ -343,7 +343,7 @@ async def test_forks_and_regenerates_keep_the_conversation_settings(
     assert await fresh_state(fake_openai, fork.id, NO_RECALL) == shifted
     parent = fork.parent_id
     assert parent is not None
-    await session.lifecycle.resume(parent)
+    await session.conversations.resume(parent)
     assert state(session) == shifted
     # a regenerate that fails leaves the figures as they were (shift included)
     fake_openai.script(ErrorReply(400, {"error": {"message": "no"}}))

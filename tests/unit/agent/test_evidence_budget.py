@@ -42,7 +42,7 @@ async def test_a_small_window_gets_a_small_evidence_budget(fake_openai: FakeOpen
     try:
         fake_openai.script(Reply(text="noted"))
         await run_turn(session, "The locker code for the amber harbor is 4417.")
-        await session.lifecycle.new_conversation()
+        await session.conversations.new_conversation()
         fake_openai.script(Reply(text="4417"))
         events = await run_turn(session, "What is the locker code for the amber harbor?")
         (evidence,) = [e for e in events if isinstance(e, ev.RetainedEvidence)]
@@ -83,7 +83,7 @@ async def test_the_guard_counts_the_capsules_and_drops_them_rather_than_overflow
         fact = "The gate code at the north warehouse is 1619. " + "Background detail. " * 20
         fake_openai.script(Reply(text="ok"))
         await run_turn(session, fact)
-        await session.lifecycle.new_conversation()
+        await session.conversations.new_conversation()
         question = "What is the gate code at the north warehouse? " + "Please answer. " * 100
         fake_openai.script(Reply(text="1619"))
         events = await run_turn(session, question)
@@ -114,11 +114,11 @@ async def test_a_fact_never_asked_before_is_not_crowded_out_by_often_recalled_on
             await run_turn(
                 session, f"Harbor storage note {i}: " + "the harbor storage shed is busy " * 6
             )
-        await session.lifecycle.new_conversation()
+        await session.conversations.new_conversation()
         for _ in range(4):  # the notes get recalled (and hit) again and again
             fake_openai.script(Reply(text="ok"))
             await run_turn(session, "harbor storage shed busy")
-        await session.lifecycle.new_conversation()
+        await session.conversations.new_conversation()
         fake_openai.script(Reply(text="4417"))
         events = await run_turn(session, "What is the locker code for the harbor storage?")
         (evidence,) = [e for e in events if isinstance(e, ev.RetainedEvidence)]

@@ -93,14 +93,14 @@ async def test_an_import_writes_to_the_session_store_and_queues_the_embedding(
         report = await import_history(session, CHATGPT)
         assert report.summary.imported
         assert queued == [True]
-        listed = {c.id for c in await session.lifecycle.list_conversations()}
+        listed = {c.id for c in await session.conversations.list_conversations()}
         assert set(report.summary.imported) <= listed
     finally:
         await session.close()
 
 
 def test_the_session_is_its_parts_not_their_forwarders() -> None:
-    # callers use session.turns, session.lifecycle, ...; the session keeps what no part owns
+    # callers use session.turns, session.conversations, ...; the session keeps what no part owns
     public = [name for name in vars(ChatSession) if not name.startswith("_")]
     assert len(public) <= 25, public
     assert "send" not in public and "forget" not in public

@@ -23,7 +23,7 @@ from newt.backend.errors import (
     ToolsUnsupportedError,
     UnreachableError,
 )
-from newt.backend.types import ChatResult, ChatUsage, StreamEvent, TextDelta
+from newt.backend.types import ChatResult, ChatUsage, StreamEvent, StreamText
 from tests.support.fake_openai import (
     OVERFLOW_REPLIES,
     ErrorReply,
@@ -67,8 +67,8 @@ async def collect(client: ChatClient, **kw: Any) -> list[StreamEvent]:
 def split(events: list[StreamEvent]) -> tuple[list[str], ChatResult]:
     *deltas, result = events
     assert isinstance(result, ChatResult)
-    assert all(isinstance(d, TextDelta) for d in deltas)
-    return [d.text for d in deltas if isinstance(d, TextDelta)], result
+    assert all(isinstance(d, StreamText) for d in deltas)
+    return [d.text for d in deltas if isinstance(d, StreamText)], result
 
 
 def assert_no_key(err: BaseException) -> None:
@@ -258,7 +258,7 @@ async def test_malformed_chunk_raises_with_partial_text(
         async with aclosing(client.stream_chat(USER)) as stream:
             async for event in stream:
                 seen.append(event)
-    assert seen == [TextDelta("hel"), TextDelta("lo ")]
+    assert seen == [StreamText("hel"), StreamText("lo ")]
     assert info.value.partial_text == "hello "
     assert "cannot read" in info.value.message
     assert len(fake_openai.chat_requests) == 1
@@ -447,7 +447,7 @@ async def test_closing_the_stream_closes_the_connection(
     fake_openai.script(Reply(text="x" * 5000, chunk_size=1, delay_s=0.02))
     async with aclosing(client.stream_chat(USER)) as stream:
         first = await anext(stream)
-    assert first == TextDelta("x")
+    assert first == StreamText("x")
     # The server notices the closed socket before its next chunk, not 100 s later.
     assert await asyncio.to_thread(fake_openai.wait_for_disconnect, 1, 10.0)
 
@@ -461,7 +461,7 @@ async def test_cancelling_the_task_closes_the_connection(
 
     async def consume() -> None:
         async for event in client.stream_chat(USER):
-            if isinstance(event, TextDelta):
+            if isinstance(event, StreamText):
                 got_text.set()
 
     task = asyncio.create_task(consume())

@@ -13,7 +13,7 @@ import pytest
 
 from newt.backend.client import ChatClient
 from newt.backend.errors import ContextLengthExceededError, RateLimitedError
-from newt.backend.types import ChatResult, TextDelta
+from newt.backend.types import ChatResult, StreamText
 from tests.support.paths import REPO
 
 
@@ -59,7 +59,7 @@ async def test_standalone_script_then_generated_replies(standalone: str):
         events = [e async for e in client.stream_chat([{"role": "user", "content": "b"}])]
     *deltas, result = events
     assert isinstance(result, ChatResult)
-    assert len(deltas) == 5 and all(isinstance(d, TextDelta) for d in deltas)
+    assert len(deltas) == 5 and all(isinstance(d, StreamText) for d in deltas)
     assert result.usage is not None and result.usage.completion_tokens == 5
 
 

@@ -10,7 +10,7 @@ import pytest
 from newt.backend.client import ChatClient
 from newt.backend.response import StreamAccumulator, parse_completion
 from newt.backend.thinking import ThinkTagSplitter
-from newt.backend.types import ChatResult, StreamEvent, TextDelta, ThinkingDelta
+from newt.backend.types import ChatResult, StreamEvent, StreamText, StreamThinking
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 TAGGED = "<think>\nThe user greets; greet back.\n</think>\n\nHello <b>there</b>!"
@@ -66,7 +66,7 @@ def test_accumulator_reads_reasoning_content_and_reasoning():
     deltas = acc.feed_deltas(chunk({"reasoning_content": "first ", "content": None}))
     deltas += acc.feed_deltas(chunk({"reasoning": "second"}))
     deltas += acc.feed_deltas(chunk({"content": "answer"}))
-    assert deltas == [ThinkingDelta("first "), ThinkingDelta("second"), TextDelta("answer")]
+    assert deltas == [StreamThinking("first "), StreamThinking("second"), StreamText("answer")]
     result = acc.result()
     assert (result.thinking, result.text) == ("first second", "answer")
 
@@ -100,11 +100,11 @@ async def test_tags_over_http_at_every_chunk_size(fake_openai: FakeOpenAI):
         for size in range(1, len(TAGGED) + 1):
             fake_openai.script(Reply(text=TAGGED, chunk_size=size))
             events, result = await stream(client)
-            assert (joined(events, ThinkingDelta), joined(events, TextDelta)) == (THOUGHT, ANSWER)
+            assert (joined(events, StreamThinking), joined(events, StreamText)) == (THOUGHT, ANSWER)
             assert (result.thinking, result.text) == (THOUGHT, ANSWER), size
             # all thinking arrives before any answer
             kinds = [type(e) for e in events]
-            assert kinds == sorted(kinds, key=lambda k: k is TextDelta), size
+            assert kinds == sorted(kinds, key=lambda k: k is StreamText), size
     finally:
         await client.aclose()
 
@@ -118,7 +118,7 @@ async def test_tags_over_http_cut_inside_each_tag(fake_openai: FakeOpenAI):
             fake_openai.script(Reply(chunks=pieces))
             events, result = await stream(client)
             assert (result.thinking, result.text) == (THOUGHT, ANSWER), pieces
-            assert joined(events, TextDelta) == ANSWER
+            assert joined(events, StreamText) == ANSWER
     finally:
         await client.aclose()
 
@@ -130,7 +130,7 @@ async def test_reasoning_content_over_http_at_every_chunk_size(fake_openai: Fake
         for size in range(1, len(thought) + 1):
             fake_openai.script(Reply(text="4", reasoning=thought, chunk_size=size))
             events, result = await stream(client)
-            assert joined(events, ThinkingDelta) == thought
+            assert joined(events, StreamThinking) == thought
             assert (result.thinking, result.text) == (thought, "4")
         # the field Ollama and OpenRouter use, and a server that ignores stream: true
         fake_openai.script(
@@ -138,9 +138,9 @@ async def test_reasoning_content_over_http_at_every_chunk_size(fake_openai: Fake
             Reply(text="4", reasoning=thought, json_body=True),
         )
         events, result = await stream(client)
-        assert (joined(events, ThinkingDelta), result.thinking) == (thought, thought)
+        assert (joined(events, StreamThinking), result.thinking) == (thought, thought)
         events, result = await stream(client)
-        assert events == [ThinkingDelta(thought), TextDelta("4")]
+        assert events == [StreamThinking(thought), StreamText("4")]
         assert result.thinking == thought
     finally:
         await client.aclose()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from newt.agent import events as ev
 from newt.agent.turn.reply_pace import PaceMeter
 from newt.backend.client import ChatClient
-from newt.backend.types import ChatResult, PromptProgress, TextDelta
+from newt.backend.types import ChatResult, PromptProgress, StreamText
 from newt.ui.widgets.reply_parts import pace_text
 from tests.support.fake_openai import FakeOpenAI, Reply
 
@@ -30,7 +30,7 @@ async def test_the_client_asks_for_progress_and_hands_it_on_before_the_text(
     assert [(p.total, p.cache, p.processed) for p in progress] == [
         (1000, 200, 400), (1000, 200, 600), (1000, 200, 800), (1000, 200, 1000),
     ]  # fmt: skip
-    first_text = next(n for n, i in enumerate(items) if isinstance(i, TextDelta))
+    first_text = next(n for n, i in enumerate(items) if isinstance(i, StreamText))
     assert items.index(progress[-1]) < first_text
     assert isinstance(items[-1], ChatResult) and items[-1].text == "hi"
 

@@ -249,7 +249,7 @@ async def test_a_resumed_import_folds_and_recalls_an_old_fact(
     store = await Store.open(config.db_path)
     session = await ChatSession.open(config, store)
     try:
-        await session.lifecycle.resume("long")
+        await session.conversations.resume("long")
         status = session.memory_status()
         assert status.resident_turns < 200 and status.used <= status.budget
         fake_openai.script(Reply(text="PX-88231"))

@@ -130,7 +130,7 @@ async def test_the_fork_resumes_and_its_history_goes_to_the_model(
     try:
         await run(store, CHATGPT)
         (fork,) = [c for c in await store.conversations.list() if c.parent_id is not None]
-        await session.lifecycle.resume(fork.id)
+        await session.conversations.resume(fork.id)
         fake_openai.script(Reply(text="ok"))
         await run_turn(session, "Where was I flying?")
         sent = json.dumps(fake_openai.chat_requests[-1].body["messages"])

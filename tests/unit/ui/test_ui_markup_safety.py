@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from textual.app import App, ComposeResult
 
-from newt.ui.widgets.entries import ToolCall
+from newt.ui.widgets.entries import ToolCallEntry
 from newt.ui.widgets.messages import ToolCallBlock
 
 NASTY = {"query": "[/red] [@click=app.quit]click me[/] [b]bold"}
 
 
 class _Host(App[None]):
-    def __init__(self, call: ToolCall) -> None:
+    def __init__(self, call: ToolCallEntry) -> None:
         super().__init__()
         self.call = call
 
@@ -20,7 +20,7 @@ class _Host(App[None]):
 
 
 async def test_tool_arguments_with_markup_are_shown_literally() -> None:
-    call = ToolCall("c1", "recall_memory", dict(NASTY))
+    call = ToolCallEntry("c1", "recall_memory", dict(NASTY))
     app = _Host(call)
     errors: list[str] = []
     async with app.run_test() as pilot:

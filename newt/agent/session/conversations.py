@@ -33,7 +33,7 @@ from newt.store.live_log import live_rows
 from newt.store.writer_lock import conversation_writer
 
 
-class ConversationLifecycle:
+class Conversations:
     def __init__(
         self,
         lock: asyncio.Lock,
