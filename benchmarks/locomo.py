@@ -73,7 +73,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.memory_answers import summary_writers  # noqa: E402
 from benchmarks.unrelated_probes import PROBES  # noqa: E402
 from newt.agent.session.chat_session import ChatSession  # noqa: E402
-from newt.agent.session.model_facts import REPLY_RESERVE_MAX  # noqa: E402
+from newt.agent.turn.model_facts import REPLY_RESERVE_MAX  # noqa: E402
 from newt.cli.detached_writers import VECTORS_FLAG  # noqa: E402
 from newt.config import Config  # noqa: E402
 from newt.recall.time_anchor import without_anchors  # noqa: E402

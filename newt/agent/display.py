@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from newt.agent.own_memory.status import MemoryStatus
+from newt.agent.reply_stats import ReplyStats
 from newt.agent.turn.attachments import attachment_names, typed_prompt
-from newt.agent.turn.reply_stats import ReplyStats
 from newt.memory.compaction import message_count, record_summary, unsummarized_messages
 from newt.recall import EvidenceCapsule, RetentionReport
 from newt.store import StoreError, make_title

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from newt.agent.turn.reply_stats import ReplyStats
+from newt.agent.reply_stats import ReplyStats
 from newt.recall import RetentionReport
 
 

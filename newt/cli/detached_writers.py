@@ -71,6 +71,20 @@ def _spawn(config: Config, *flags: str, stdin: bytes = b"") -> None:
                 child.stdin.write(stdin)
 
 
+class DetachedWriters:
+    """The Handoff print mode gives its session (newt.agent.session.exit_work):
+    what the session leaves is finished by a detached newt."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    def summary(self, conversation_id: str, head: RequestHead | None) -> None:
+        spawn_summary_writer(self.config, conversation_id, head)
+
+    def vectors(self) -> None:
+        spawn_vector_writer(self.config)
+
+
 def vector_pid_file(db_path: Path) -> Path:
     """Where a detached vector writer for this database leaves its pid."""
     return db_path.parent / "vectors.pid"

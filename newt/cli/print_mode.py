@@ -17,13 +17,12 @@ import json
 from typing import Any, TextIO
 
 from newt.agent import events as ev
+from newt.agent.own_memory.oversize import LARGE_SHARE, too_large
 from newt.agent.session.chat_session import ChatSession, MemoryStatus, dump_report
-from newt.agent.turn.oversize import LARGE_SHARE, too_large
 from newt.cli.bounded_exit import close_within
-from newt.cli.detached_writers import spawn_summary_writer, spawn_vector_writer
+from newt.cli.detached_writers import DetachedWriters
 from newt.cli.print_thinking import ThinkingPrinter, speed
 from newt.config import Config
-from newt.memory.provider_features import Summarizing
 from newt.store import Store
 from newt.text import StreamSanitizer, strip_terminal_escapes
 
@@ -58,9 +57,7 @@ async def run_print(
             if incognito or (preset and session.settings_controls.find_preset(preset).incognito):
                 await go_incognito(session, err)
             if preset:  # `--preset`: its model was chosen with the config
-                await session.settings_controls.apply_preset(
-                    preset, for_new=True, switch_model=False
-                )
+                await session.apply_preset(preset, for_new=True, switch_model=False)
             if session.conversation is not None:
                 resumed = session.memory_status()
             status = session.memory_status()
@@ -80,23 +77,12 @@ async def run_print(
                 resumed=resumed,
                 show_thinking=show_thinking,
             )
-            # The reply is out. A summary of folded turns must not hold up the
-            # shell's prompt: a detached newt writes it (or, with a server that
-            # dies with us, we wait for it here).
+            # The reply is out: what the session still owes must not hold up the
+            # shell's prompt; a detached newt finishes it (or, with a server
+            # that dies with us, the session finishes it here).
             out.flush()
-            provider = session.provider
-            owed = isinstance(provider, Summarizing) and provider.summary_pending
-            if owed and session.conversation and not session.unsaved:
-                if detach_summary:
-                    spawn_summary_writer(config, session.conversation.id, session.client.chat_head)
-                else:
-                    session.summaries.start()
-                    await session.summaries.wait(config.backend.timeout_s)
-            # Recall by meaning for scripts too: the turn's records are
-            # embedded before exit (bounded); what is left, a detached newt does.
-            caught_up = await session.recall_parts.catch_up(EMBED_AT_EXIT_S)
-            if not caught_up and detach_summary:
-                spawn_vector_writer(config)
+            handoff = DetachedWriters(config) if detach_summary else None
+            await session.finish_owed(handoff, embed_within_s=EMBED_AT_EXIT_S)
             return code
         finally:
             await close_within(session.close())  # never held up by stuck background work
@@ -104,7 +90,7 @@ async def run_print(
 
 async def go_incognito(session: ChatSession, err: TextIO) -> None:
     """`--incognito` (or a preset's `incognito = true`): nothing of this
-    conversation is written to disk (newt.agent.session.conversation_store). A resumed
+    conversation is written to disk (newt.agent.conversation.store). A resumed
     one is deleted from the database before its turn, and stderr says so: the
     user should know what went."""
     if session.unsaved:

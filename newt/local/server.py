@@ -99,7 +99,7 @@ def embeddings_server(
 def reply_token_cap(ctx: int = DEFAULT_CTX) -> int:
     """The `-n` for a managed server: newt's reply reserve for this window.
 
-    newt keeps min(1024, window / 4) tokens free for the reply (agent/session/model_facts.py);
+    newt keeps min(1024, window / 4) tokens free for the reply (agent/turn/model_facts.py);
     an instruct model normally stops well before, but a 135M model can fall
     into repeating itself, and a reply past the reserve would not fit.
     """

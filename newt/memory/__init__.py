@@ -52,7 +52,7 @@ from newt.memory.errors import (
 )
 from newt.memory.factory import PROVIDER_NAMES, create_provider
 from newt.memory.notes import NOTES_CHAR_LIMIT, NoteBook, NoteStore
-from newt.memory.provider import BaseProvider, CompactingProvider, MemoryProvider
+from newt.memory.provider import BaseProvider, MemoryProvider
 from newt.memory.restore import conversation_turns_from_log
 from newt.memory.rolling_window import RollingWindow
 from newt.memory.token_budget import TokenBudget
@@ -79,7 +79,6 @@ __all__ = [
     "BaseProvider",
     "CalibratedEstimation",
     "Calibrator",
-    "CompactingProvider",
     "ConversationTurn",
     "DuplicateNote",
     "EmptyNote",

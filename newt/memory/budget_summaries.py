@@ -10,7 +10,6 @@ folds and restores: this side asks the model and decides when it is due.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from newt.memory.budget_restore import WorkingTurn
 from newt.memory.budget_settings import BudgetSettings
@@ -21,22 +20,7 @@ from newt.memory.compaction import (
     write_summary,
 )
 from newt.memory.provider import BaseProvider
-
-
-@dataclass(frozen=True)
-class PendingSummary:
-    """A summary written for the first `turns` unsummarized folded turns.
-
-    `basis` is what it was written from (the previous summary and the folded
-    turns' text): it applies to any provider whose record and unsummarized
-    turns still start from the same basis, so a newt that reloaded the
-    conversation (another process appended a turn meanwhile) can still take it.
-    """
-
-    basis: tuple[str | None, tuple[tuple[str, str], ...]]
-    turns: int
-    summary: str
-    folds: int = 1  # folds owed when it was written: later ones stay owed after it
+from newt.memory.types import PendingSummary
 
 
 class SummaryLedger(BudgetSettings, BaseProvider):

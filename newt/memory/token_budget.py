@@ -73,6 +73,16 @@ class TokenBudget(SummaryLedger):
     def usage(self) -> tuple[str, int, int]:
         return ("tokens", self.used, self.budget)
 
+    # what it can do beyond the protocol: all three (newt.memory.provider)
+    def anchored(self) -> TokenBudget:
+        return self
+
+    def calibrating(self) -> TokenBudget:
+        return self
+
+    def summarizing(self) -> TokenBudget:
+        return self
+
     def resident_turns(self) -> int:
         return len(self._turns)
 

@@ -90,3 +90,19 @@ class TokenEstimation:
         if isinstance(ratio, int):
             return -(-len(text) // ratio)  # exact integer ceil, no float rounding
         return math.ceil(len(text) / ratio)
+
+
+@dataclass(frozen=True)
+class PendingSummary:
+    """A summary written for the first `turns` unsummarized folded turns.
+
+    `basis` is what it was written from (the previous summary and the folded
+    turns' text): it applies to any provider whose record and unsummarized
+    turns still start from the same basis, so a newt that reloaded the
+    conversation (another process appended a turn meanwhile) can still take it.
+    """
+
+    basis: tuple[str | None, tuple[tuple[str, str], ...]]
+    turns: int
+    summary: str
+    folds: int = 1  # folds owed when it was written: later ones stay owed after it

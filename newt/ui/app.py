@@ -276,9 +276,7 @@ class NewtApp(App[None]):
             elif self.continue_latest and await session.conversations.continue_latest() is None:
                 self.notify("No saved conversation yet; starting a new one.")
             if self.preset:  # its model was chosen with the config (newt/cli/main.py)
-                await session.settings_controls.apply_preset(
-                    self.preset, for_new=True, switch_model=False
-                )
+                await session.apply_preset(self.preset, for_new=True, switch_model=False)
         except Exception as exc:
             self.notify(
                 describe(exc), title="Could not resume", severity="error", timeout=8, markup=False

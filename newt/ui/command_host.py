@@ -6,7 +6,7 @@ the protocol only, so neither imports the screen (and no import cycle forms).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from textual.worker import Worker
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from newt.ui.widgets.evidence import EvidenceSidebar
 
 
-@runtime_checkable
 class CommandHost(Protocol):
     session: SessionLike
     busy: bool

@@ -10,14 +10,16 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from newt.ui.command_host import CommandHost
 from newt.ui.commands import COMMANDS, PALETTE_EXTRAS
+from newt.ui.screens.chat import ChatScreen
 
 
 class SlashCommandProvider(Provider):
     """The slash commands in the command palette (ctrl+p)."""
 
     def _chat(self) -> CommandHost | None:
+        """The chat screen under the palette (a modal may be on top of it)."""
         for screen in reversed(self.app.screen_stack):
-            if isinstance(screen, CommandHost):
+            if isinstance(screen, ChatScreen):
                 return screen
         return None
 

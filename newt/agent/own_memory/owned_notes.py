@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from newt.agent.session.conversation_log import ConversationLog
+from newt.agent.conversation.log import ConversationLog
 from newt.store import NoteRepo
 
 

@@ -7,11 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from newt.agent.reply_stats import TokenTally
 from newt.agent.tools.builtin import TOOL_SCHEMAS
-from newt.agent.turn.reply_stats import TokenTally
 from newt.memory import MemoryProvider
 from newt.memory.notes import NoteBook
-from newt.memory.provider_features import Anchored, Summarizing
 from newt.recall import RetentionReport
 
 
@@ -57,7 +56,8 @@ def memory_status(
     tally: TokenTally | None = None,
 ) -> MemoryStatus:
     usage = provider.usage() or ("tokens", 0, 0)
-    anchored = provider if isinstance(provider, Anchored) else None
+    anchored = provider.anchored()
+    owing = provider.summarizing()
     tally = tally or TokenTally()
     return MemoryStatus(
         provider=provider.name,
@@ -79,7 +79,7 @@ def memory_status(
         total_completion_tokens=tally.completion_tokens,
         total_replies=tally.replies,
         total_estimated=tally.estimated,
-        summary_failure=provider.summary_failure if isinstance(provider, Summarizing) else None,
+        summary_failure=owing.summary_failure if owing is not None else None,
     )
 
 

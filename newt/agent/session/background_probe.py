@@ -16,6 +16,7 @@ import logging
 
 from newt.agent.session.conversations import Conversations
 from newt.agent.session.model_link import ModelLink
+from newt.agent.session.turn_gate import TurnGate
 
 log = logging.getLogger(__name__)
 
@@ -23,13 +24,13 @@ log = logging.getLogger(__name__)
 class BackgroundProbe:
     def __init__(
         self,
-        lock: asyncio.Lock,
+        gate: TurnGate,
         link: ModelLink,
-        lifecycle: Conversations,
+        conversations: Conversations,
     ) -> None:
-        self.lock = lock
+        self.gate = gate
         self.link = link
-        self.conversations = lifecycle
+        self.conversations = conversations
         self._task: asyncio.Task[None] | None = None
         self._pending = False, False  # (probe, embedding catch-up) not started
 
@@ -63,7 +64,7 @@ class BackgroundProbe:
         conversation, if one is loaded by now, is restored into it)."""
         try:
             await self.link.capabilities.probe()
-            async with self.lock:
+            async with self.gate:
                 budget = self.link.budget
                 await self.link.capabilities.refresh(probe=False)
                 if self.link.budget == budget:

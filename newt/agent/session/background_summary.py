@@ -20,10 +20,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from newt.agent.session.conversation_log import ConversationLog
+from newt.agent.conversation.log import ConversationLog
+from newt.agent.session.turn_gate import TurnGate
 from newt.agent.session.writer_handoff import stop_detached_writer, wait_for_detached_writer
 from newt.memory import MemoryProvider
-from newt.memory.provider_features import Summarizing
 
 log = logging.getLogger(__name__)
 MAX_ROUNDS = 3
@@ -31,25 +31,27 @@ MAX_ROUNDS = 3
 
 def _owes(provider: MemoryProvider, *, overdue: bool = True) -> bool:
     """A summary is owed (pending), or more than one fold's (overdue)."""
-    if not isinstance(provider, Summarizing):
+    owing = provider.summarizing()
+    if owing is None:
         return False
-    return provider.summary_overdue if overdue else provider.summary_pending
+    return owing.summary_overdue if overdue else owing.summary_pending
 
 
 def _steps(provider: MemoryProvider) -> int:
-    return provider.owed_steps if isinstance(provider, Summarizing) else 0
+    owing = provider.summarizing()
+    return owing.owed_steps if owing is not None else 0
 
 
 class BackgroundSummary:
     def __init__(
         self,
-        lock: asyncio.Lock,
+        gate: TurnGate,
         log: ConversationLog,
         current: Callable[[], MemoryProvider],
         writer: Callable[[], Any],
         reload: Callable[[], Awaitable[None]],
     ) -> None:
-        self.lock = lock
+        self.gate = gate
         self.reload = reload
         self.writer = writer
         self.log = log
@@ -72,8 +74,8 @@ class BackgroundSummary:
         self._task = asyncio.create_task(self._work())
 
     async def _work(self) -> None:
-        provider = self.current()
-        if not isinstance(provider, Summarizing):
+        provider = self.current().summarizing()
+        if provider is None:
             return
         try:
             # A few rounds at most: each round either stores a summary or finds
@@ -91,7 +93,7 @@ class BackgroundSummary:
                     return  # failed: the fallback stays; the next fold retries
                 if self.on_written is not None:
                     self.on_written()
-                async with self.lock, self.writer():  # between turns, never under one
+                async with self.gate, self.writer():  # between turns, never under one
                     if provider is not self.current():
                         return  # the model changed: this provider is gone
                     if await self.log.changed_elsewhere():
@@ -138,7 +140,7 @@ class BackgroundSummary:
             if conv is not None and await wait_for_detached_writer(
                 self.log.store.db.path, conv.id, timeout
             ):
-                async with self.lock, self.writer():  # it stored the summary: take it
+                async with self.gate, self.writer():  # it stored the summary: take it
                     if await self.log.changed_elsewhere():
                         await self.reload()
             if _owes(self.current()):

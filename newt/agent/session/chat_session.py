@@ -27,10 +27,11 @@ interleave: a summary can never land in another conversation's log, and a
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import Any
 
+from newt.agent.conversation.log import ConversationLog
+from newt.agent.conversation.store import ConversationStore
 from newt.agent.errors import (
     AmbiguousConversation,
     ConversationNotFound,
@@ -39,23 +40,24 @@ from newt.agent.errors import (
     require_backend,
     resolve_conversation,
 )
-from newt.agent.own_memory.commands import MemoryCommands
-from newt.agent.own_memory.forgetting import Forgetting
 from newt.agent.own_memory.owned_notes import OwnedNotes
 from newt.agent.own_memory.records import MemoryRecords
 from newt.agent.own_memory.status import MemoryStatus, add_tool_costs, dump_report, memory_status
 from newt.agent.session.background_probe import BackgroundProbe
-from newt.agent.session.conversation_log import ConversationLog
-from newt.agent.session.conversation_store import ConversationStore
 from newt.agent.session.conversations import Conversations
 from newt.agent.session.edits import Edits
+from newt.agent.session.exit_work import Handoff
+from newt.agent.session.forgetting import Forgetting
 from newt.agent.session.mcp_controls import McpControls
-from newt.agent.session.model_facts import CapabilityTracker
+from newt.agent.session.memory_commands import MemoryCommands
 from newt.agent.session.model_link import ModelLink
 from newt.agent.session.provider_setup import make_client
-from newt.agent.session.settings import SettingsControls
+from newt.agent.session.settings import Preset, SettingsControls
+from newt.agent.session.turn_gate import TurnGate
+from newt.agent.session.turn_requests import TurnRequests
 from newt.agent.session.turns import Turns
 from newt.agent.tools.mcp import McpTools
+from newt.agent.turn.model_facts import CapabilityTracker
 from newt.backend.client import ChatClient
 from newt.config import Config
 from newt.memory import MemoryProvider
@@ -69,8 +71,8 @@ class ChatSession:
     def __init__(self, config: Config, store: Store, client: ChatClient) -> None:
         self.config = config
         self.store = store
-        self.lock = lock = asyncio.Lock()
         self._owns_store = False
+        self.gate = gate = TurnGate()
         self.notes = notes = NoteBook()  # loaded in place by open(): every part holds this one
         self.link = link = ModelLink(config, store, client, notes)
         self.base_url = link.base_url
@@ -79,37 +81,20 @@ class ChatSession:
         self.log = log = ConversationLog(held, model=link.model, base_url=self.base_url)
         self.mcp = McpTools(config.mcp)  # the MCP servers' tools, started by the first turn
         self.mcp_controls = McpControls(self.mcp)
-        self.settings_controls = settings = SettingsControls(
-            config, held, lock, link, log=log, switch_model=self.set_model, keep_out=self._keep_out
+        self.settings_controls = settings = SettingsControls(config, held, gate, link, log)
+        self.conversations = conversations = Conversations(
+            gate, held, log, settings, self.mcp, link
         )
-        self.conversations = lifecycle = Conversations(lock, held, log, settings, self.mcp, link)
-        self.summaries = summaries = lifecycle.summaries
-        self.edits = Edits(
-            lock, log, held, summaries, lifecycle, link, settings.reapply_anchor_shift
-        )
-        self.memory_records = admin = MemoryRecords(store, lambda: link.recall)  # /model swaps it
+        self.summaries = conversations.summaries
+        self.edits = edits = Edits(gate, conversations, link, settings)
+        self.memory_records = records = MemoryRecords(store, lambda: link.recall)  # /model swaps it
         # as /note and save_note change them (attributed to the conversation)
-        self.owned_notes = OwnedNotes(store.notes, log, admin.correct)
-        self.memory_commands = MemoryCommands(
-            lock, log, summaries, self.owned_notes, lifecycle, link, notes
-        )
-        self.forgetting = Forgetting(lock, held, log, summaries, admin, notes, lifecycle)
-        self.background = BackgroundProbe(lock, link, lifecycle)
-        self.turns = Turns(
-            config,
-            lock,
-            log,
-            summaries,
-            link,
-            lifecycle,
-            self.edits,
-            settings,
-            self.memory_commands,
-            self.background,
-            self.mcp,
-            self.owned_notes,
-            notes=notes,
-        )
+        self.owned_notes = owned = OwnedNotes(store.notes, log, records.correct)
+        self.memory_commands = MemoryCommands(gate, conversations, owned, link)
+        self.forgetting = Forgetting(gate, conversations, records, notes)
+        self.background = background = BackgroundProbe(gate, link, conversations)
+        requests = TurnRequests(link, settings, log, owned, self.mcp)
+        self.turns = Turns(gate, conversations, background, edits, requests, link)
 
     # what /model swaps: read through the link, so every part sees the current one
 
@@ -208,10 +193,6 @@ class ChatSession:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _keep_out(self) -> object:
-        """A preset with `incognito = true` turns incognito on."""
-        return await self.forgetting.set_incognito(True)
-
     # ------------------------------------------------- what the header reads
     @property
     def conversation(self) -> Conversation | None:
@@ -227,10 +208,27 @@ class ChatSession:
         return self.forgetting.incognito
 
     @property
-    def unsaved(self) -> bool:  # nothing of it is on disk (newt.agent.session.conversation_store)
+    def unsaved(self) -> bool:  # nothing of it is on disk (newt.agent.conversation.store)
         return self.forgetting.unsaved
 
     # ------------------------------------------- what no one part owns alone
+    async def apply_preset(
+        self, name: str, *, for_new: bool = False, switch_model: bool = True
+    ) -> Preset:
+        """`/preset NAME`: the preset's model (if it names one), then its settings.
+        With `for_new` (`newt --preset`), new conversations start with it too;
+        `newt --preset` chose the model before the session opened. A preset with
+        `incognito = true` turns incognito on (what was indexed of this
+        conversation goes, and /new keeps it on): the user chose it in the config,
+        so applying it never leaves a trace in memory; it never turns it off."""
+        preset = self.settings_controls.find_preset(name)
+        if switch_model and preset.model and preset.model != self.model:
+            await self.set_model(preset.model)
+        await self.settings_controls.use_preset(preset, for_new=for_new)
+        if preset.incognito and not self.incognito:
+            await self.forgetting.set_incognito(True)
+        return preset
+
     async def set_model(self, model: str) -> None:
         """Switch model; the budget is re-resolved for it and the history restored."""
         model = model.strip()
@@ -246,6 +244,23 @@ class ChatSession:
         if self.supports_tools is not False:
             add_tool_costs(status, self.mcp.schemas(), self.estimate_tokens)
         return status
+
+    async def finish_owed(self, handoff: Handoff | None, *, embed_within_s: float) -> None:
+        """Before the process exits (print mode): the summary a fold still owes
+        is handed to `handoff` (a detached writer) or, without one, written now;
+        the new records are embedded for at most `embed_within_s`, and what is
+        left is handed off too. Why here: what is owed is the session's to know."""
+        owing = self.provider.summarizing()
+        conv = self.conversation
+        if owing is not None and owing.summary_pending and conv is not None and not self.unsaved:
+            if handoff is not None:
+                handoff.summary(conv.id, self.client.chat_head)
+            else:
+                self.summaries.start()
+                await self.summaries.wait(self.config.backend.timeout_s)
+        caught_up = await self.recall_parts.catch_up(embed_within_s)
+        if not caught_up and handoff is not None:
+            handoff.vectors()
 
     async def fetch_record(self, key: str) -> MemoryRecord | None:
         """A record whole, by its key or the first words of its line in a capsule."""
@@ -264,6 +279,7 @@ __all__ = [
     "AmbiguousConversation",
     "ChatSession",
     "ConversationNotFound",
+    "Handoff",
     "MemoryStatus",
     "NoBackendConfigured",
     "SessionError",

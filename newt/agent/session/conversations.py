@@ -7,28 +7,29 @@ with the anchor shift they owe, the resident turns tracked, and a restore that
 had to fold stored as a compaction record. The evidence the last turn carried
 (`last_retention`) belongs to the conversation, so it goes with every switch.
 
-The caller holds the session lock for `load`, `reload` and `fresh`; the public
+The caller holds the session gate for `load`, `reload` and `fresh`; the public
 operations (`new_conversation`, `resume`, `continue_latest`) take it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
+from newt.agent.conversation.log import ConversationLog
+from newt.agent.conversation.store import ConversationStore
 from newt.agent.errors import SessionError, resolve_conversation
+from newt.agent.own_memory.owned_notes import OwnedNotes
 from newt.agent.session.background_summary import BackgroundSummary
-from newt.agent.session.conversation_log import ConversationLog
-from newt.agent.session.conversation_store import ConversationStore
 from newt.agent.session.export import export_conversation
 from newt.agent.session.model_link import ModelLink
 from newt.agent.session.settings import SettingsControls
+from newt.agent.session.turn_gate import TurnGate
 from newt.agent.tools.mcp import McpTools
 from newt.memory.restore import conversation_turns_from_log
 from newt.recall import RetentionReport
-from newt.store import Conversation, Store
+from newt.store import Conversation
 from newt.store.live_log import live_rows
 from newt.store.writer_lock import conversation_writer
 
@@ -36,20 +37,20 @@ from newt.store.writer_lock import conversation_writer
 class Conversations:
     def __init__(
         self,
-        lock: asyncio.Lock,
-        store: Store,
+        gate: TurnGate,
+        store: ConversationStore,
         log: ConversationLog,
         settings: SettingsControls,
         mcp: McpTools,
         link: ModelLink,
     ) -> None:
-        self.lock = lock
+        self.gate = gate
         self.store = store
-        self.disk = store.disk if isinstance(store, ConversationStore) else store
+        self.disk = store.disk
         """The database: where every conversation but an incognito one is."""
         self.log = log
         self.summaries = BackgroundSummary(
-            lock, log, lambda: link.provider, self.writer, self.reload_current
+            gate, log, lambda: link.provider, self.writer, self.reload_current
         )
         """Summaries of folded turns, written after the reply is shown; stopped by every switch."""
         self.settings = settings
@@ -64,20 +65,20 @@ class Conversations:
 
     async def new_conversation(self) -> None:
         """Start fresh: the provider is reset, its configuration kept."""
-        async with self.lock:
+        async with self.gate:
             await self.summaries.cancel()
             self.fresh()
 
     async def resume(self, id_or_prefix: str) -> Conversation:
         conv = await resolve_conversation(self.disk, id_or_prefix)
-        async with self.lock:
+        async with self.gate:
             await self.load(conv)
         return conv
 
     async def continue_latest(self) -> Conversation | None:
         conv = await self.disk.conversations.latest()
         if conv is not None:
-            async with self.lock:
+            async with self.gate:
                 await self.load(conv)
         return conv
 
@@ -108,7 +109,7 @@ class Conversations:
 
     async def switch_model(self, model: str) -> None:
         """/model: the budget is re-resolved for it and the history restored."""
-        async with self.lock:
+        async with self.gate:
             self.log.model = model
             await self.link.switch(model)
             conv = self.log.conversation
@@ -145,6 +146,14 @@ class Conversations:
         await self.log.persist_compaction(provider, "restore")
         # A summary the log still owes starts after the next turn, not now:
         # on a one-slot local server it would hold up the user's first reply.
+
+    async def after_correction(self, owned: OwnedNotes) -> None:
+        """A note was replaced or removed (by /note or the model's save_note):
+        the log was rewritten without its old words, so the working set is
+        rebuilt from it (the caller holds the gate)."""
+        if owned.corrected:
+            owned.corrected = False
+            await self.reload_current()
 
     async def reload_current(self) -> None:
         if self.log.conversation is not None:

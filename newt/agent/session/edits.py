@@ -15,21 +15,19 @@ working set, the compaction record and its pending summary from the copies.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from newt.agent.display import HistoryEntry, history_entries
 from newt.agent.errors import SessionError
-from newt.agent.session.background_summary import BackgroundSummary
-from newt.agent.session.conversation_log import ConversationLog
 from newt.agent.session.conversations import Conversations
 from newt.agent.session.model_link import ModelLink
+from newt.agent.session.settings import SettingsControls
+from newt.agent.session.turn_gate import TurnGate
 from newt.agent.turn.attachments import IMAGE_TOKENS_ESTIMATE, prepare, reload_images, typed_prompt
 from newt.agent.turn.image_parts import TurnAttachments
 from newt.memory.restore import conversation_turns_from_log
-from newt.store import Conversation, Store, StoredTurn
+from newt.store import Conversation, StoredTurn
 from newt.store.image_support import ImageSupportRepo
 from newt.store.live_log import live_rows
 from newt.store.turn_edits import fork_conversation
@@ -40,28 +38,25 @@ class Edits:
     and edit_last included, runs between `before_turn` and `end_replacement`:
     newt.agent.session.turns).
 
-    Handed the session's lock, log, store, summaries, lifecycle (the writer
-    lock, loading the fork) and model link (the provider, the model, the
-    context window, the estimate), and the settings' callback for the anchor
-    shift a restored working set still owes."""
+    Handed the session's gate, the conversation held (its log, store and
+    summaries; the writer lock, loading the fork), the model link (the
+    provider, the model, the context window, the estimate) and the settings,
+    for the anchor shift a restored working set still owes."""
 
     def __init__(
         self,
-        lock: asyncio.Lock,
-        log: ConversationLog,
-        store: Store,
-        summaries: BackgroundSummary,
-        lifecycle: Conversations,
+        gate: TurnGate,
+        conversations: Conversations,
         link: ModelLink,
-        after_restore: Callable[[Sequence[StoredTurn]], None],
+        settings: SettingsControls,
     ) -> None:
-        self.lock = lock
-        self.log = log
-        self.store = store
-        self.summaries = summaries
-        self.conversations = lifecycle
+        self.gate = gate
+        self.conversations = conversations
+        self.log = conversations.log
+        self.store = conversations.store
+        self.summaries = conversations.summaries
         self.link = link
-        self.after_restore = after_restore
+        self.settings = settings
         self._replaced_log: list[StoredTurn] | None = None
         self._images: TurnAttachments | None = None  # the last turn's: what it knows about images
 
@@ -156,13 +151,15 @@ class Edits:
         `excluded` turns (synchronous: it also runs when a turn is closed)."""
         provider = self.link.provider
         provider.restore_turns(conversation_turns_from_log(stored, excluded))
-        self.after_restore(live_rows(stored, excluded))  # a system prompt changed since
+        self.settings.reapply_anchor_shift(
+            live_rows(stored, excluded)
+        )  # a system prompt changed since
         self.log.track_resident(stored, provider.resident_turns(), excluded)
 
     async def fork(self, at: int | None = None) -> Conversation:
         """Fork at turn `at` (1 = the first turn shown; None = the last) into a
         new conversation, and continue in it."""
-        async with self.lock:
+        async with self.gate:
             source = self.log.conversation
             if source is None:
                 raise SessionError("nothing to fork yet: this conversation has no turns")

@@ -1,7 +1,7 @@
 """The model a session talks to, and what is built for it (ChatSession owns one).
 
 One model on one backend: its chat client, what newt knows the backend can do
-(newt.agent.session.model_facts: the budget, tools, the live ceiling), the memory
+(newt.agent.turn.model_facts: the budget, tools, the live ceiling), the memory
 provider budgeted for that window, and the recall parts with the evidence a
 turn draws from them (vectors belong to a model: each embeds into its own
 space). `/model` replaces them all (`switch`); a probe that finds a new budget
@@ -14,15 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from newt.agent.session.model_facts import CapabilityTracker
+from newt.agent import events as ev
 from newt.agent.session.provider_setup import make_client, session_provider
 from newt.agent.session.summary_request import summary_messages
+from newt.agent.turn.model_facts import CapabilityTracker
 from newt.backend.client import ChatClient
 from newt.backend.tokenize import server_count
 from newt.config import Config
+from newt.local.models import speeds
+from newt.local.server import cache_dir
 from newt.memory import MemMessage, MemoryProvider
 from newt.memory.notes import NoteBook
-from newt.memory.provider_features import Anchored, Calibrating, Summarizing
 from newt.recall.evidence import EvidenceSource
 from newt.recall.service import RecallParts
 from newt.store import Store
@@ -63,8 +65,9 @@ class ModelLink:
 
     def estimate_tokens(self, text: str) -> int:
         """The provider's (possibly calibrated) estimate, else chars/chars_per_token."""
-        if isinstance(self.provider, Anchored):
-            return int(self.provider.tokens_for(text))
+        anchored = self.provider.anchored()
+        if anchored is not None:
+            return int(anchored.tokens_for(text))
         per = max(1, self.config.estimation.chars_per_token)
         return -(-len(text) // per)
 
@@ -79,8 +82,9 @@ class ModelLink:
 
     def content_tokens(self, text: str) -> int:
         """The same estimate for a piece of a message, without its glue."""
-        if isinstance(self.provider, Anchored):
-            return int(self.provider.content_tokens(text))
+        anchored = self.provider.anchored()
+        if anchored is not None:
+            return int(anchored.content_tokens(text))
         per = max(1, self.config.estimation.chars_per_token)
         return -(-len(text) // per)
 
@@ -90,8 +94,9 @@ class ModelLink:
         await self.capabilities.refresh(probe=probe)
         self.provider = self._make_provider()
         cap = self.capabilities.cached
-        if cap and cap.chars_per_token and isinstance(self.provider, Calibrating):
-            self.provider.set_chars_per_token(
+        learner = self.provider.calibrating()
+        if cap and cap.chars_per_token and learner is not None:
+            learner.set_chars_per_token(
                 cap.chars_per_token, cap.per_message_tokens, cap.per_reply_tokens
             )
 
@@ -118,16 +123,20 @@ class ModelLink:
     def _make_provider(self) -> MemoryProvider:
         return session_provider(self.config, self.budget, self.notes, self._summarize)
 
+    def keep_speed(self, done: ev.TurnDone) -> None:
+        """A model newt runs: what it read and wrote a second in a completed
+        turn, for the model lists to show (newt.local.models.speeds)."""
+        write = done.stats.tokens_per_second if done.stats is not None else None
+        read = self.capabilities.prompt_rate
+        if self.config.server_context_tokens and done.status == "complete" and read and write:
+            speeds.record(cache_dir(), self.config.backend.model, read, write)
+
     async def _summarize(self, messages: list[MemMessage]) -> str:
         """Ask for a summary no longer than the record can hold: a longer one
         is cut anyway, and on a one-slot server every token of it is a wait.
         It starts as the last chat request did (agent/session/summary_request.py)."""
-        provider = self.provider
-        cap = (
-            provider.summary_reply_tokens
-            if isinstance(provider, Summarizing)
-            else SUMMARY_REPLY_TOKENS
-        )
+        owing = self.provider.summarizing()
+        cap = owing.summary_reply_tokens if owing is not None else SUMMARY_REPLY_TOKENS
         head = self.client.chat_head
         tools = head.tools if head is not None else None
         result = await self.client.complete(

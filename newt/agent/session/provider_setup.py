@@ -10,7 +10,6 @@ from newt.config import Config
 from newt.memory import MemoryProvider, create_provider
 from newt.memory.compaction import Summarizer
 from newt.memory.notes import NoteBook
-from newt.memory.provider_features import Summarizing
 
 
 def session_provider(
@@ -28,8 +27,9 @@ def session_provider(
         # learn the estimate from the backend's own reports (see newt.memory.calibration)
         calibrate=True,
     )
-    if isinstance(provider, Summarizing):
-        provider.with_deferred_summaries()  # a turn that compacts returns at once
+    owing = provider.summarizing()
+    if owing is not None:
+        owing.with_deferred_summaries()  # a turn that compacts returns at once
     return provider
 
 

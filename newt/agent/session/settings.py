@@ -16,13 +16,13 @@ prompt already.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from newt.agent.conversation.log import ConversationLog
 from newt.agent.errors import SessionError
-from newt.agent.session.conversation_log import ConversationLog
 from newt.agent.session.model_link import ModelLink
+from newt.agent.session.turn_gate import TurnGate
 from newt.backend.models import ModelListUnavailable, list_models
 from newt.chat_settings import (
     ChatSettings,
@@ -33,7 +33,6 @@ from newt.chat_settings import (
 )
 from newt.config import Config
 from newt.memory import MemoryProvider
-from newt.memory.provider_features import Anchored
 from newt.resources import asset_text
 from newt.store import Conversation, Store, StoredSettings, StoredTurn
 
@@ -88,28 +87,19 @@ def anchor_is_before(log: Sequence[StoredTurn], shift_after: int | None) -> bool
 class SettingsControls:
     """The settings of the conversation the session holds (ChatSession owns one).
 
-    Handed the store, the lock, the model link (the provider to re-anchor, the
-    model, its estimate) and callbacks for what the session owns: the
-    conversation, switching model, and incognito, which a preset may turn on."""
+    Handed the config (the presets, the API key), the store, the gate, the
+    model link (the provider to re-anchor, the model, its estimate) and the
+    conversation's log. A preset that switches the model or turns incognito on
+    is applied by the session (ChatSession.apply_preset): those are parts above."""
 
     def __init__(
-        self,
-        config: Config,
-        store: Store,
-        lock: asyncio.Lock,
-        link: ModelLink,
-        *,
-        log: ConversationLog,
-        switch_model: Callable[[str], Awaitable[None]],
-        keep_out: Callable[[], Awaitable[object]],
+        self, config: Config, store: Store, gate: TurnGate, link: ModelLink, log: ConversationLog
     ) -> None:
         self.config = config
         self.store = store
-        self.lock = lock
+        self.gate = gate
         self.link = link
         self.log = log
-        self.switch_model = switch_model
-        self.keep_out = keep_out
         self.default_settings = ChatSettings()
         """What a new conversation starts with (`newt --preset` sets it)."""
         self.stored = StoredSettings()
@@ -164,23 +154,19 @@ class SettingsControls:
 
     async def update_settings(self, settings: ChatSettings) -> None:
         """Set this conversation's settings; a new system prompt re-anchors memory."""
-        async with self.lock:
+        async with self.gate:
             await self._update_settings(settings)
 
     async def _update_settings(self, settings: ChatSettings) -> None:
         old_prompt = self.system_prompt
         stored = StoredSettings(settings, self.stored.anchor_shift, self.stored.shift_after)
         new_prompt = effective_system_prompt(settings)
-        provider = self.link.provider
-        if (
-            new_prompt != old_prompt
-            and isinstance(provider, Anchored)
-            and provider.last_reported is not None
-        ):
-            compose = provider.compose_system_prompt
+        anchored = self.link.provider.anchored()
+        if new_prompt != old_prompt and anchored is not None and anchored.last_reported is not None:
+            compose = anchored.compose_system_prompt
             tokens_for = self.link.estimate_tokens
             shift = tokens_for(compose(new_prompt)) - tokens_for(compose(old_prompt))
-            provider.shift_anchor(shift)
+            anchored.shift_anchor(shift)
             conv = self.log.conversation
             newest = (await self.store.turns.shape(conv.id))[1] if conv is not None else None
             if stored.shift_after != newest:  # a turn measured since: start afresh
@@ -199,24 +185,12 @@ class SettingsControls:
             raise SessionError(unknown_preset_message(name.strip(), self.presets))
         return preset
 
-    async def apply_preset(
-        self, name: str, *, for_new: bool = False, switch_model: bool = True
-    ) -> Preset:
-        """`/preset NAME`: the preset's model (if it names one), then its settings.
-        With `for_new` (`newt --preset`), new conversations start with it too;
-        `newt --preset` chose the model before the session opened. A preset with
-        `incognito = true` turns incognito on (what was indexed of this
-        conversation goes, and /new keeps it on): the user chose it in the config,
-        so applying it never leaves a trace in memory; it never turns it off."""
-        preset = self.find_preset(name)
-        if switch_model and preset.model and preset.model != self.link.model:
-            await self.switch_model(preset.model)
+    async def use_preset(self, preset: Preset, *, for_new: bool = False) -> None:
+        """A preset's settings for this conversation; with `for_new`, new ones
+        start with them too. Its model and incognito: ChatSession.apply_preset."""
         await self.update_settings(preset.settings)
         if for_new:
             self.default_settings = preset.settings
-        if preset.incognito and not self.log.keeps_nothing:
-            await self.keep_out()
-        return preset
 
     # -- the backend's models ---------------------------------------------
 
@@ -240,5 +214,6 @@ class SettingsControls:
 
 def shift_anchor(provider: MemoryProvider, tokens: int) -> None:
     """Shift a provider's anchor (one anchored on the backend's reported size)."""
-    if isinstance(provider, Anchored):
-        provider.shift_anchor(tokens)
+    anchored = provider.anchored()
+    if anchored is not None:
+        anchored.shift_anchor(tokens)

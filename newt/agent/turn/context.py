@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from newt.agent import events as ev
-from newt.agent.session.conversation_log import ConversationLog
-from newt.agent.session.model_facts import CapabilityTracker
+from newt.agent.conversation.log import ConversationLog
+from newt.agent.reply_stats import ReplyClock, ReplyStats
 from newt.agent.tools.builtin import TOOL_SCHEMAS, ToolHandler
 from newt.agent.turn.image_parts import TurnAttachments
-from newt.agent.turn.reply_stats import ReplyClock, ReplyStats
+from newt.agent.turn.model_facts import CapabilityTracker
 from newt.backend.client import ChatClient
 from newt.chat_settings import ChatSettings
 from newt.memory import MemoryProvider

@@ -15,8 +15,7 @@ from typing import Any
 
 from newt.agent.turn.context import TurnContext
 from newt.backend.errors import ContextLengthExceededError
-from newt.memory import CompactingProvider, MemMessage
-from newt.memory.provider_features import Anchored
+from newt.memory import MemMessage
 
 
 class RequestFit:
@@ -27,7 +26,7 @@ class RequestFit:
         """The provider's compact_for and its usage, if it can compact on demand."""
         provider = self.s.provider
         usage = provider.usage()
-        if not isinstance(provider, CompactingProvider) or usage is None:
+        if usage is None:
             return None
         return provider.compact_for, usage
 
@@ -55,7 +54,8 @@ class RequestFit:
         ceiling, reserve = s.capabilities.ceiling_and_reserve(s.settings.max_tokens)
         required = s.tokens_for(messages[-1].content) + reserve + self.schema_tokens()
         required += self.image_tokens()
-        if not isinstance(s.provider, Anchored) or s.provider.last_reported is None:
+        anchored = s.provider.anchored()
+        if anchored is None or anchored.last_reported is None:
             required += s.tokens_for(messages[0].content)
         return ceiling, required
 
@@ -89,7 +89,8 @@ class RequestFit:
         s = self.s
         if not self.all_schema_tokens():
             return 0
-        if isinstance(s.provider, Anchored) and s.provider.last_reported is not None:
+        anchored = s.provider.anchored()
+        if anchored is not None and anchored.last_reported is not None:
             if s.extra_tools is None:
                 return 0
             now = s.tokens_for(json.dumps(s.extra_tools.schemas()))

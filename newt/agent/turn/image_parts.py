@@ -1,6 +1,6 @@
 """What one turn sends beside its text (image parts), and what it learns from that.
 
-Images are learned like tools (newt.agent.session.model_facts): a backend that
+Images are learned like tools (newt.agent.turn.model_facts): a backend that
 refuses an image part is remembered per (base_url, model) with its own words,
 the turn fails with an explanation (its words stay stored and go back into the
 prompt) and the next `@image` for that model is refused before anything is

@@ -23,9 +23,9 @@ from contextlib import aclosing
 from typing import TypeVar
 
 from newt.agent import events as ev
+from newt.agent.reply_stats import answer_share
 from newt.agent.turn.context import ExtraTools, TurnContext, TurnProgress
 from newt.agent.turn.fit import RequestFit
-from newt.agent.turn.reply_stats import answer_share
 from newt.agent.turn.rescue import save_unsaved_reply
 from newt.agent.turn.rounds import ReplyRounds
 from newt.backend.errors import (

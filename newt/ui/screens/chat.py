@@ -287,7 +287,7 @@ class ChatScreen(Screen[None]):
         may not fit, so the server counts it first (`_count_then_send`)."""
         if not self.ready:
             return True  # the turn is checked by the session's guard instead
-        from newt.agent.turn.oversize import LARGE_SHARE
+        from newt.agent.own_memory.oversize import LARGE_SHARE
 
         try:
             tokens = self.session.estimate_tokens(text)
@@ -299,7 +299,7 @@ class ChatScreen(Screen[None]):
 
     def _refused(self, text: str, tokens: int) -> bool:
         """Whether a message of `tokens` is too large to send (and the log says why)."""
-        from newt.agent.turn.oversize import too_large
+        from newt.agent.own_memory.oversize import too_large
 
         try:
             why = too_large(text, tokens, self.session.memory_status())

@@ -150,7 +150,7 @@ class ModelCommands:
             self.spawn(self.cmd_preset(name))
 
     async def cmd_preset(self, arg: str) -> None:
-        preset = await self.session.settings_controls.apply_preset(arg)
+        preset = await self.session.apply_preset(arg)
         self.screen.refresh_header()
         self.screen.refresh_meter()
         model = f" on {self.session.model}" if preset.model else ""

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from newt.agent import events as ev
+from newt.agent.conversation.log import ConversationLog
 from newt.agent.session.chat_session import ChatSession
-from newt.agent.session.conversation_log import ConversationLog
 from newt.memory import record_summary
 from newt.store import Store
 from tests.support.fake_openai import FakeOpenAI, Reply

@@ -489,10 +489,10 @@ async def test_applying_an_incognito_preset_turns_incognito_on(
     try:
         await run_turn(session, f"My locker code is {SECRET}.")
         assert not session.incognito and await session.memory_records.search(SECRET)
-        await session.settings_controls.apply_preset("private")
+        await session.apply_preset("private")
         assert session.incognito
         assert await session.memory_records.search(SECRET) == []
-        await session.settings_controls.apply_preset("open")
+        await session.apply_preset("open")
         assert session.incognito  # only turned on, never off
         await session.conversations.new_conversation()
         assert session.incognito  # and the next conversation starts out of memory too

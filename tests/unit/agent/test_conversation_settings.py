@@ -203,15 +203,15 @@ top_p = 0.8
 async def test_apply_a_preset_and_an_unknown_one(fake_openai: FakeOpenAI) -> None:
     session = await open_session(fake_openai, PRESETS)
     try:
-        preset = await session.settings_controls.apply_preset("terse")
+        preset = await session.apply_preset("terse")
         assert session.settings_controls.settings == ChatSettings(
             "Answer in one sentence.", 0.2, None, 120, preset="terse"
         )
         assert preset.model is None and session.model == "fake-model"
         with pytest.raises(SessionError, match="no preset named 'nope'; known presets: big, terse"):
-            await session.settings_controls.apply_preset("nope")
+            await session.apply_preset("nope")
         assert session.settings_controls.settings.preset == "terse"  # nothing lost
-        await session.settings_controls.apply_preset("big")
+        await session.apply_preset("big")
         assert session.model == "big-model" and session.settings_controls.settings.top_p == 0.8
         await run_turn(session, "hi")
         assert body(fake_openai)["model"] == "big-model"
@@ -265,7 +265,7 @@ async def test_a_startup_preset_is_what_new_conversations_start_with(
 ) -> None:
     session = await open_session(fake_openai, PRESETS)
     try:
-        await session.settings_controls.apply_preset("terse", for_new=True, switch_model=False)
+        await session.apply_preset("terse", for_new=True, switch_model=False)
         await run_turn(session, "one")
         await session.settings_controls.update_settings(
             ChatSettings(temperature=1.0)

@@ -3,8 +3,8 @@
 The session owns its parts (newt/agent/session/chat_session.py's docstring lists them) and
 hands each what it needs; no part reaches into another's private members, and
 nothing in the agent layer probes at run time whether an object can do
-something: capabilities are Protocols (newt/memory/provider_features.py,
-history_import.ImportTarget) checked with isinstance, or typed parameters.
+something: a provider declares what it can do (newt/memory/provider.py),
+and the rest are typed parameters.
 """
 
 from __future__ import annotations

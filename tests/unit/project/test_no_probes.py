@@ -1,7 +1,9 @@
 """newt never probes at run time whether an object can do something:
 what the UI needs of a session is declared in
 newt/ui/session_api.py, what the agent needs of a provider in
-newt/memory/provider_features.py, checked by mypy, and called directly.
+newt/memory/provider.py (a provider returns itself from `anchored()`,
+`calibrating()`, `summarizing()`), checked by mypy, and called directly; and no
+`isinstance` asks whether an object fits a Protocol.
 
 A probe is `getattr(obj, "name", ...)` or `hasattr(obj, "name")` with the
 name written out. A computed name (`getattr(self, f"cmd_{name}")`) is dispatch,

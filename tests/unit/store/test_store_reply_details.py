@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from newt.agent.turn.reply_stats import ReplyStats, TokenTally
+from newt.agent.reply_stats import ReplyStats, TokenTally
 from newt.store import Database, ReplyDetails, Store
 from newt.store.migrations import MIGRATIONS, m008_conversation_settings
 

@@ -46,7 +46,7 @@ def test_local_without_a_model_runs_the_instruct_model(
 
 
 def test_the_reply_cap_is_the_reply_reserve() -> None:
-    from newt.agent.session.model_facts import REPLY_RESERVE_MAX
+    from newt.agent.turn.model_facts import REPLY_RESERVE_MAX
 
     for ctx in (1024, 2048, 8192, 131072):
         assert reply_token_cap(ctx) == min(REPLY_RESERVE_MAX, ctx // 4)

@@ -15,7 +15,6 @@ from newt.backend.errors import ContextLengthExceededError
 from newt.backend.probe import probe_context_window
 from newt.config import Config
 from newt.memory import MemoryProvider
-from newt.memory.provider_features import Calibrating
 from newt.store import CapabilityRepo, ModelCapabilities
 
 # Tokens kept free for the reply when checking that a prompt fits.
@@ -126,9 +125,10 @@ class CapabilityTracker:
 
     async def remember_estimate(self, provider: MemoryProvider) -> None:
         """Keep the learned estimate (ratio and template glue) per model for next time."""
-        if not isinstance(provider, Calibrating):
+        learner = provider.calibrating()
+        if learner is None:
             return
-        ratio, glue = provider.learned_chars_per_token, provider.learned_glue
+        ratio, glue = learner.learned_chars_per_token, learner.learned_glue
         if ratio is None or glue is None:
             return
         learned = (float(ratio), *glue)

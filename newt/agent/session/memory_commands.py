@@ -10,39 +10,26 @@ waits for its summary, under the session lock and the conversation's writer lock
 
 from __future__ import annotations
 
-import asyncio
-
 from newt.agent import events as ev
 from newt.agent.errors import SessionError
 from newt.agent.own_memory.note_command import is_read_only_note_command, run_note_command
 from newt.agent.own_memory.owned_notes import OwnedNotes
-from newt.agent.session.background_summary import BackgroundSummary
-from newt.agent.session.conversation_log import ConversationLog
 from newt.agent.session.conversations import Conversations
 from newt.agent.session.model_link import ModelLink
-from newt.memory import CompactingProvider
-from newt.memory.notes import NoteBook
-from newt.memory.provider_features import Summarizing
+from newt.agent.session.turn_gate import TurnGate
 
 
 class MemoryCommands:
     def __init__(
-        self,
-        lock: asyncio.Lock,
-        log: ConversationLog,
-        summaries: BackgroundSummary,
-        owned_notes: OwnedNotes,
-        lifecycle: Conversations,
-        link: ModelLink,
-        notes: NoteBook,
+        self, gate: TurnGate, conversations: Conversations, owned_notes: OwnedNotes, link: ModelLink
     ) -> None:
-        self.lock = lock
-        self.log = log
-        self.summaries = summaries
+        self.gate = gate
+        self.conversations = conversations
+        self.log = conversations.log
+        self.summaries = conversations.summaries
         self.owned_notes = owned_notes
-        self.conversations = lifecycle
         self.link = link
-        self.notes = notes
+        self.notes = link.notes
 
     async def note(self, arg: str) -> str:
         """The /note sub-language: `<text>`, `replace <old> => <new>`, `remove <text>`, `list`."""
@@ -50,34 +37,30 @@ class MemoryCommands:
             return await run_note_command(self.notes, self.owned_notes, arg)
         if self.log.unsaved:  # incognito writes nothing to disk, a note neither
             raise SessionError("incognito saves nothing, notes neither: /incognito off first")
-        async with self.lock:
+        async with self.gate:
             answer = await run_note_command(self.notes, self.owned_notes, arg)
             await self.after_correction()
             self.link.recall_parts.stored()
             return answer
 
     async def after_correction(self) -> None:
-        """A note was replaced or removed: the log was rewritten without its old
-        words, so the working set is rebuilt from it (the caller holds the lock)."""
-        if self.owned_notes.corrected:
-            self.owned_notes.corrected = False
-            await self.conversations.reload_current()
+        """A note was replaced or removed: the working set is rebuilt (under the gate)."""
+        await self.conversations.after_correction(self.owned_notes)
 
     async def compact(self, focus: str | None = None) -> ev.Compacted | None:
         """`/compact [focus]`: fold everything but the newest turn into the record
         and wait for its summary (the user asked for it)."""
-        async with self.lock, self.conversations.writer():
+        async with self.gate, self.conversations.writer():
             conv = self.log.conversation
             if conv is None:
                 return None
             if await self.log.changed_elsewhere():
                 await self.conversations.load(conv)
             provider = self.link.provider
-            if not isinstance(provider, CompactingProvider):
-                return None
             if not await provider.compact(focus or None):
                 return None
             await self.summaries.cancel()
-            if isinstance(provider, Summarizing):
-                await provider.refresh_summary()
+            owing = provider.summarizing()
+            if owing is not None:
+                await owing.refresh_summary()
             return await self.log.persist_compaction(provider, "manual")

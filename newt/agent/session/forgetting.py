@@ -10,15 +10,12 @@ leaves the session in a fresh one.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 
 from newt.agent.errors import resolve_conversation
 from newt.agent.own_memory.records import ForgetReport, MemoryRecords
-from newt.agent.session.background_summary import BackgroundSummary
-from newt.agent.session.conversation_log import ConversationLog
-from newt.agent.session.conversation_store import ConversationStore
 from newt.agent.session.conversations import Conversations
+from newt.agent.session.turn_gate import TurnGate
 from newt.memory.notes import NoteBook
 from newt.store import Conversation
 from newt.store.forget import Forgotten
@@ -28,22 +25,15 @@ Work = Callable[[], Awaitable[tuple[ForgetReport, Forgotten]]]
 
 class Forgetting:
     def __init__(
-        self,
-        lock: asyncio.Lock,
-        store: ConversationStore,
-        log: ConversationLog,
-        summaries: BackgroundSummary,
-        admin: MemoryRecords,
-        notes: NoteBook,
-        lifecycle: Conversations,
+        self, gate: TurnGate, conversations: Conversations, records: MemoryRecords, notes: NoteBook
     ) -> None:
-        self.lock = lock
-        self.store = store
-        self.log = log
-        self.summaries = summaries
-        self.admin = admin
+        self.gate = gate
+        self.conversations = conversations
+        self.store = conversations.store
+        self.log = conversations.log
+        self.summaries = conversations.summaries
+        self.admin = records
         self.notes = notes
-        self.conversations = lifecycle
 
     @property
     def incognito(self) -> bool:
@@ -56,13 +46,13 @@ class Forgetting:
         return self.log.unsaved
 
     async def set_incognito(self, on: bool) -> ForgetReport | None:
-        """On: this conversation leaves the disk (newt.agent.session.conversation_store):
+        """On: this conversation leaves the disk (newt.agent.conversation.store):
         it goes on in memory, and what was stored of it is deleted as `newt
         delete` deletes (the report says what went). Off: an incognito
         conversation stays unsaved and a new one, which memory holds, starts
         (an older one stored before incognito kept nothing lets memory hold
         its next turns)."""
-        async with self.lock:
+        async with self.gate:
             conv = self.log.conversation
             self.log.incognito = on  # and the conversations /new starts after it
             if conv is None:
@@ -104,7 +94,7 @@ class Forgetting:
         return conv, report
 
     async def _forgetting(self, work: Work) -> ForgetReport:
-        async with self.lock:
+        async with self.gate:
             await self.summaries.cancel()  # a summary in flight may quote it
             report, done = await work()
             await self._after_forget(done.touched)

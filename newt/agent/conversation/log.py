@@ -13,8 +13,8 @@ from collections.abc import Collection
 from typing import Any, TypeVar
 
 from newt.agent import events as ev
-from newt.agent.session.conversation_store import ConversationStore
-from newt.agent.turn.reply_stats import ReplyStats, TokenTally
+from newt.agent.conversation.store import ConversationStore
+from newt.agent.reply_stats import ReplyStats, TokenTally
 from newt.memory import MemoryProvider, recall_text
 from newt.store import Conversation, Store, StoredTurn, make_title
 from newt.store.live_log import live_rows
@@ -48,7 +48,7 @@ class ConversationLog:
         self.attachments: list[dict[str, Any]] = []
         self.incognito = False
         """The next conversation this log creates is kept out of memory and off
-        the disk (newt.agent.session.conversation_store)."""
+        the disk (newt.agent.conversation.store)."""
 
     # -- which conversation ------------------------------------------------------
 
