@@ -19,19 +19,21 @@ from newt.ui.widgets.messages import (
     NoticeMessage,
     ToolCallBlock,
 )
-from tests.support.fake_session import FakeSession, Step, make_turn, sample_report
+from tests.support.fake_session import FakeSession
+from tests.support.fakes.state import make_turn, sample_report
+from tests.support.fakes.turns import Step
 from tests.support.pilot import chat_ready, make_app, type_and_send, wait_idle
 
 
 async def test_send_streams_reply_and_updates_meter() -> None:
     session = FakeSession()
-    session.script(Step(text="Hello **there**, friend.", report=sample_report()))
+    session.turns.script(Step(text="Hello **there**, friend.", report=sample_report()))
     app = make_app(session)
     async with app.run_test(size=(140, 40)) as pilot:
         screen = await chat_ready(pilot)
         await type_and_send(pilot, "hi")
         await wait_idle(pilot, screen)
-        assert session.sent == ["hi"]
+        assert session.turns.sent == ["hi"]
         reply = screen.query_one(AssistantMessage)
         assert reply.entry.text == "Hello **there**, friend."
         assert reply.entry.status == "complete"
@@ -54,7 +56,7 @@ async def test_enter_with_empty_prompt_does_nothing_and_ctrl_j_inserts_newline()
         await pilot.press("enter")
         await pilot.press("a", "ctrl+j", "b")
         assert screen.prompt.text == "a\nb"
-        assert session.sent == []
+        assert session.turns.sent == []
 
 
 async def test_prompt_history_with_up_down() -> None:
@@ -77,7 +79,7 @@ async def test_prompt_history_with_up_down() -> None:
 
 async def test_escape_cancels_and_keeps_partial_reply() -> None:
     session = FakeSession()
-    session.script(Step(text="word " * 200, chunk=5, gate=asyncio.Event()))
+    session.turns.script(Step(text="word " * 200, chunk=5, gate=asyncio.Event()))
     app = make_app(session)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
@@ -89,7 +91,8 @@ async def test_escape_cancels_and_keeps_partial_reply() -> None:
         reply = screen.query_one(AssistantMessage)
         assert reply.entry.status == "interrupted"
         assert 0 < len(reply.entry.text) < len("word " * 200)
-        assert session.interrupted and reply.entry.text.startswith(session.interrupted[0][:5])
+        cut = session.turns.interrupted
+        assert cut and reply.entry.text.startswith(cut[0][:5])
         assert reply.has_class("-interrupted")
 
 
@@ -98,7 +101,7 @@ async def test_ctrl_c_stops_a_streaming_reply_and_the_footer_says_so() -> None:
     "press ctrl+q to quit" while the reply went on); the footer's stop hint
     shows only then, and idle ctrl+c stops nothing and quits nothing."""
     session = FakeSession()
-    session.script(Step(text="word " * 200, chunk=5, gate=asyncio.Event()), Step(text="fine"))
+    session.turns.script(Step(text="word " * 200, chunk=5, gate=asyncio.Event()), Step(text="fine"))
     app = make_app(session)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
@@ -110,7 +113,7 @@ async def test_ctrl_c_stops_a_streaming_reply_and_the_footer_says_so() -> None:
         await pilot.press("ctrl+c")
         await wait_idle(pilot, screen)
         reply = screen.query_one(AssistantMessage)
-        assert reply.entry.status == "interrupted" and session.interrupted
+        assert reply.entry.status == "interrupted" and session.turns.interrupted
         assert not hint.display
         assert not any("quit" in n.message for n in app._notifications)
         await type_and_send(pilot, "again")
@@ -128,7 +131,7 @@ async def test_a_message_larger_than_the_window_stays_in_the_box() -> None:
     can help, the text stays; ctrl+c clears it in one key, ctrl+z brings it
     back, and a message that fits goes as usual."""
     session = FakeSession()
-    session.script(Step(text="fine"))
+    session.turns.script(Step(text="fine"))
     app = make_app(session)
     paste = "All work and no play makes Jack a dull boy. " * 1200  # ~13,000 tokens
     async with app.run_test(size=(120, 36)) as pilot:
@@ -136,7 +139,7 @@ async def test_a_message_larger_than_the_window_stays_in_the_box() -> None:
         screen.prompt.set_text(paste)
         await pilot.press("enter")
         await pilot.pause()
-        assert session.sent == [] and not screen.busy
+        assert session.turns.sent == [] and not screen.busy
         assert screen.prompt.text == paste
         said = [e.text for e in screen.log_view.entries if isinstance(e, NoticeEntry)]
         assert said and "this message alone is about 13,200 tokens" in said[-1]
@@ -152,7 +155,7 @@ async def test_a_message_larger_than_the_window_stays_in_the_box() -> None:
         await pilot.press("ctrl+c")
         await type_and_send(pilot, "a short one")
         await wait_idle(pilot, screen)
-        assert session.sent == ["a short one"]
+        assert session.turns.sent == ["a short one"]
 
 
 async def test_a_reply_starting_and_ending_leaves_the_footer_alone() -> None:
@@ -160,7 +163,7 @@ async def test_a_reply_starting_and_ending_leaves_the_footer_alone() -> None:
     so a turn does not re-compose the footer twice (keys waited for it)."""
     session = FakeSession()
     gate = asyncio.Event()
-    session.script(Step(text="word " * 50, chunk=5, gate=gate))
+    session.turns.script(Step(text="word " * 50, chunk=5, gate=gate))
     app = make_app(session)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
@@ -180,7 +183,9 @@ async def test_a_reply_starting_and_ending_leaves_the_footer_alone() -> None:
 
 async def test_error_restores_prompt_and_retry_resends() -> None:
     session = FakeSession()
-    session.script(Step(error="backend said 503", retryable=True), Step(text="second time lucky"))
+    session.turns.script(
+        Step(error="backend said 503", retryable=True), Step(text="second time lucky")
+    )
     app = make_app(session)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
@@ -191,14 +196,14 @@ async def test_error_restores_prompt_and_retry_resends() -> None:
         assert screen.prompt.text == "please work"  # never lost
         await pilot.click(".retry")
         await wait_idle(pilot, screen)
-        assert session.sent == ["please work", "please work"]
+        assert session.turns.sent == ["please work", "please work"]
         assert screen.prompt.text == ""
         assert screen.query(AssistantMessage).last().entry.text == "second time lucky"
 
 
 async def test_exception_from_session_is_an_inline_error_not_a_crash() -> None:
     session = FakeSession()
-    session.script(Step(raise_exc=RuntimeError("boom")))
+    session.turns.script(Step(raise_exc=RuntimeError("boom")))
     app = make_app(session)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
@@ -211,7 +216,7 @@ async def test_exception_from_session_is_an_inline_error_not_a_crash() -> None:
 
 async def test_tool_calls_show_as_collapsible_blocks() -> None:
     session = FakeSession()
-    session.script(Step(text="Saved.", tool=("save_note", {"action": "add"}, "saved note")))
+    session.turns.script(Step(text="Saved.", tool=("save_note", {"action": "add"}, "saved note")))
     app = make_app(session)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
@@ -251,14 +256,14 @@ async def test_note_feedback_inline_and_unknown_command() -> None:
         notices = [str(n.render()) for n in screen.query(NoticeMessage)]
         assert "saved note" in notices[0]
         assert "Unknown command /bogus" in notices[1]
-        assert session.notes == ["likes tea"]
-        assert session.sent == []
+        assert session.memory_commands.notes == ["likes tea"]
+        assert session.turns.sent == []
 
 
 async def test_resume_picker_search_and_open(tmp_path: Path) -> None:
     session = FakeSession()
-    session.add_conversation("a" * 32, "About lakes", [make_turn(1, "lakes?", "many lakes")])
-    session.add_conversation(
+    session.state.add_conversation("a" * 32, "About lakes", [make_turn(1, "lakes?", "many lakes")])
+    session.state.add_conversation(
         "b" * 32,
         "About trees",
         [
@@ -297,7 +302,9 @@ async def test_resume_picker_search_and_open(tmp_path: Path) -> None:
 @pytest.mark.parametrize("flag", ["resume", "continue"])
 async def test_open_directly_with_resume_or_continue(flag: str) -> None:
     session = FakeSession()
-    session.add_conversation("c" * 32, "Old chat", [make_turn(1, "old question", "old answer")])
+    session.state.add_conversation(
+        "c" * 32, "Old chat", [make_turn(1, "old question", "old answer")]
+    )
     kwargs = {"resume": "ccc"} if flag == "resume" else {"continue_latest": True}
     app = make_app(session, **kwargs)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -320,7 +327,7 @@ async def test_resume_unknown_id_notifies_and_starts_fresh() -> None:
 
 async def test_busy_refuses_second_send_and_conversation_switch() -> None:
     session = FakeSession()
-    session.script(Step(text="x" * 200, chunk=2, gate=asyncio.Event()))
+    session.turns.script(Step(text="x" * 200, chunk=2, gate=asyncio.Event()))
     app = make_app(session)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
@@ -333,7 +340,7 @@ async def test_busy_refuses_second_send_and_conversation_switch() -> None:
         await pilot.pause()
         await pilot.press("escape")
         await wait_idle(pilot, screen)
-        assert session.sent == ["one"]
+        assert session.turns.sent == ["one"]
         assert session.conversation is not None
 
 
@@ -353,7 +360,7 @@ async def test_new_conversation_clears_log() -> None:
 
 async def test_sidebar_toggle_and_record_modal() -> None:
     session = FakeSession()
-    session.script(Step(text="ok", report=sample_report()))
+    session.turns.script(Step(text="ok", report=sample_report()))
     app = make_app(session)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
@@ -440,7 +447,7 @@ async def test_the_footer_and_memory_show_one_fullness() -> None:
         meter = screen.query_one("#meter", Static)
         assert "1,234/6,553" in str(meter.render())
         assert FULLNESS in str(meter.tooltip)
-        session.status.used = 987  # a summary landed in the background: no event
+        session.state.status.used = 987  # a summary landed in the background: no event
         for _ in range(100):
             if "987/6,553" in str(meter.render()):
                 break
@@ -453,8 +460,8 @@ async def test_the_footer_and_memory_show_one_fullness() -> None:
         assert rows["fullness"].startswith(meter_text(987, 6553)) and FULLNESS in rows["fullness"]
         assert "compactions" not in rows
         assert "last summary" not in rows  # nothing failed
-        session.status.summary_failure = "ConnectError: the server went away"
-        rows = dict(memory_rows(session.status))
+        session.state.status.summary_failure = "ConnectError: the server went away"
+        rows = dict(memory_rows(session.state.status))
         assert rows["last summary"].startswith("failed: ConnectError: the server went away")
 
 
@@ -484,7 +491,7 @@ async def test_a_toast_never_covers_the_message_box() -> None:
 async def test_cancelled_send_is_never_blocked(monkeypatch: Any) -> None:
     """A send raised before any event still frees the prompt."""
     session = FakeSession()
-    session.script(Step(raise_exc=TimeoutError()))
+    session.turns.script(Step(raise_exc=TimeoutError()))
     app = make_app(session)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
@@ -499,7 +506,7 @@ async def test_long_history_is_windowed_and_scrolling_up_loads_more() -> None:
 
     session = FakeSession()
     turns = [make_turn(i, f"question {i}", f"answer {i}") for i in range(1, 1001)]
-    session.add_conversation("d" * 32, "Long one", turns)
+    session.state.add_conversation("d" * 32, "Long one", turns)
     app = make_app(session, resume="ddd")
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
@@ -531,7 +538,7 @@ async def test_a_large_message_is_judged_by_the_servers_count() -> None:
     counted by the server first: refused with the server's figure and a part size
     that fits by it; one that fits by the server's count too goes as usual."""
     session = CountingSession()
-    session.script(Step(text="fine"))
+    session.turns.script(Step(text="fine"))
     app = make_app(session)
     paste = "All work and no play makes Jack a dull boy. " * 500  # ~5,500 by the estimate
     async with app.run_test(size=(120, 36)) as pilot:
@@ -544,7 +551,7 @@ async def test_a_large_message_is_judged_by_the_servers_count() -> None:
             said = [e.text for e in screen.log_view.entries if isinstance(e, NoticeEntry)]
             if said:
                 break
-        assert session.sent == [] and screen.prompt.text == paste
+        assert session.turns.sent == [] and screen.prompt.text == paste
         assert "this message alone is about 13,750 tokens" in said[-1]
         advice = said[-1].split("parts of about ")[1]
         part = int(advice.split(" tokens")[0].replace(",", ""))
@@ -555,14 +562,14 @@ async def test_a_large_message_is_judged_by_the_servers_count() -> None:
         screen.prompt.set_text(medium)
         await pilot.press("enter")
         await wait_idle(pilot, screen)
-        assert session.sent == [medium]
+        assert session.turns.sent == [medium]
 
 
 async def test_a_turn_with_no_answer_says_so_and_ctrl_r_asks_again() -> None:
     """The words are stored as said (they stay in memory): the box is not refilled
     with them, which would send them twice; the error says ctrl+r asks again."""
     session = FakeSession()
-    session.script(
+    session.turns.script(
         Step(error="the model gave no answer (an empty reply)", retryable=False,
              error_kind="NoAnswer"),
         Step(text="Biscuit."),

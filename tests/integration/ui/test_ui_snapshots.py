@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.fake_session import FakeSession, Step, make_turn, sample_report
+from tests.support.fake_session import FakeSession
+from tests.support.fakes.state import make_turn, sample_report
+from tests.support.fakes.turns import Step
 from tests.support.pilot import chat_ready, make_app, type_and_send, wait_idle
 
 RECORD = (
@@ -19,7 +21,7 @@ RECORD = (
 
 def session_with_history() -> FakeSession:
     session = FakeSession()
-    session.add_conversation(
+    session.state.add_conversation(
         "a" * 32,
         "Planning the cabin trip",
         [
@@ -28,8 +30,8 @@ def session_with_history() -> FakeSession:
             make_turn(3, "What should I pack?", "- boots\n- a warm coat\n- `matches`"),
         ],
     )
-    session.add_conversation("b" * 32, "Sourdough starter", [make_turn(1, "flour?", "rye")])
-    session.script(
+    session.state.add_conversation("b" * 32, "Sourdough starter", [make_turn(1, "flour?", "rye")])
+    session.turns.script(
         Step(
             text="It is about **120 km** away.",
             report=sample_report(),

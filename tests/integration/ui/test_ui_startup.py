@@ -23,7 +23,9 @@ from newt.config import Config
 from newt.ui.app import NewtApp
 from newt.ui.widgets.messages import AssistantMessage, UserMessage
 from tests.support.fake_openai import FakeOpenAI, Reply
-from tests.support.fake_session import FakeSession, Step, make_turn
+from tests.support.fake_session import FakeSession
+from tests.support.fakes.state import make_turn
+from tests.support.fakes.turns import Step
 from tests.support.homes import config_for
 from tests.support.local_machine import no_local_server
 from tests.support.pilot import chat_ready, type_and_send, wait_idle
@@ -140,7 +142,7 @@ def gated_app(session: FakeSession, gate: asyncio.Event, **kwargs: Any) -> NewtA
 
 async def test_a_prompt_sent_before_the_session_opens_is_sent_once_it_is() -> None:
     session = FakeSession()
-    session.script(Step(text="the answer"))
+    session.turns.script(Step(text="the answer"))
     gate = asyncio.Event()
     app = gated_app(session, gate)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -150,34 +152,34 @@ async def test_a_prompt_sent_before_the_session_opens_is_sent_once_it_is() -> No
         assert screen.prompt.text == "hi"
         await pilot.press("enter")
         await pilot.pause(0.2)
-        assert session.sent == []  # held, not lost
+        assert session.turns.sent == []  # held, not lost
         assert screen.busy  # a second Enter is refused meanwhile, not queued twice
         await pilot.press("o", "k")
         assert screen.prompt.text == "ok"  # typing goes on
         gate.set()
         await wait_idle(pilot, screen)
         assert screen.ready and app.session is session
-        assert session.sent == ["hi"]
+        assert session.turns.sent == ["hi"]
         assert [m.entry.text for m in screen.query(AssistantMessage)] == ["the answer"]
         assert screen.prompt.text == "ok"
 
 
 async def test_a_command_and_a_resumed_history_wait_for_the_session() -> None:
     session = FakeSession()
-    session.add_conversation("a" * 32, "old talk", [make_turn(1, "earlier question", "old")])
-    session.script(Step(text="new answer"))
+    session.state.add_conversation("a" * 32, "old talk", [make_turn(1, "earlier question", "old")])
+    session.turns.script(Step(text="new answer"))
     gate = asyncio.Event()
     app = gated_app(session, gate, resume="aaa")
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await chat_ready(pilot)
         await type_and_send(pilot, "/note remember the gate")
         await pilot.pause(0.1)
-        assert session.notes == []
+        assert session.memory_commands.notes == []
         await type_and_send(pilot, "next question")
         gate.set()
         await wait_idle(pilot, screen)
-        assert session.notes == ["remember the gate"]
-        assert session.sent == ["next question"]
+        assert session.memory_commands.notes == ["remember the gate"]
+        assert session.turns.sent == ["next question"]
         users = [m.entry.text for m in screen.query(UserMessage)]
         assert users == ["earlier question", "next question"]  # the history stays above
         assert screen.title == "old talk"
