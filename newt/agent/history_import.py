@@ -1,7 +1,7 @@
 """Importing other apps' history into the open session's store (the TUI's import).
 
 Contract: `found_databases()` lists the Elia, oterm and llm databases present at
-their default paths; `import_history(session, path)` reads the whole file in a
+their default paths; `import_history(store, recall_parts, path)` reads the whole file in a
 thread (a malformed file raises ImportFormatError there, before anything is
 written), then writes it with the same writer as `newt import`, one transaction
 per conversation, reporting (done, total, turns) after each; the summary's lines
@@ -15,7 +15,6 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from newt.importing import ImportFormatError, ImportSummary, import_conversations, read_source
 from newt.importing.model import Item
@@ -33,7 +32,6 @@ __all__ = [
     "ImportFormatError",
     "ImportProgress",
     "ImportReport",
-    "ImportTarget",
     "found_databases",
     "import_history",
 ]
@@ -60,18 +58,6 @@ class ImportReport:
         return self.summary.report(self.source)
 
 
-@runtime_checkable
-class ImportTarget(Protocol):
-    """What an import needs of the session (a ChatSession has it; the UI's
-    scripted sessions may not): the store it writes to, and the recall parts
-    that embed what it wrote."""
-
-    @property
-    def store(self) -> Store: ...
-    @property
-    def recall_parts(self) -> RecallParts: ...
-
-
 def found_databases() -> list[FoundDatabase]:
     """The apps' databases that exist where each app keeps it (env variables honoured)."""
     found = []
@@ -88,18 +74,16 @@ def _read_all(path: Path, source: str | None) -> tuple[str, list[Item]]:
 
 
 async def import_history(
-    session: object,
+    store: Store,
+    recall_parts: RecallParts,
     path: Path,
     *,
     source: str | None = None,
     progress: ImportProgress | None = None,
 ) -> ImportReport:
-    """Import `path` into `session`'s store (it must be an ImportTarget, as a
-    ChatSession is); the screen stays live: the file is parsed in a thread and the
-    writer yields between conversations."""
-    if not isinstance(session, ImportTarget):
-        raise ImportFormatError(path, "this session has no store to import into")
-    store = session.store
+    """Import `path` into `store`, its records queued for `recall_parts` to
+    embed (ChatSession.import_history); the screen stays live: the file is parsed
+    in a thread and the writer yields between conversations."""
     name, items = await asyncio.to_thread(_read_all, path, source)
     total = len(items)
 
@@ -109,5 +93,5 @@ async def import_history(
 
     summary = await import_conversations(store, items, progress=step)
     if summary.imported:
-        session.recall_parts.stored()  # embedded in the background, like any stored turn
+        recall_parts.stored()  # embedded in the background, like any stored turn
     return ImportReport(name, path, summary)

@@ -14,8 +14,11 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # types only: the first frame must not wait for the agent's imports
+    from pathlib import Path
+
     from newt.agent.display import ConversationView, HistoryEntry, RecordView, RetentionReport
     from newt.agent.events import AgentEvent, Compacted
+    from newt.agent.history_import import ImportProgress, ImportReport
     from newt.agent.own_memory.records import ForgetReport, MemoryHit
     from newt.agent.own_memory.status import MemoryStatus
     from newt.agent.session.settings import ChatSettings, ModelChoice, Preset
@@ -168,5 +171,8 @@ class SessionLike(SessionFace, Protocol):
         self, name: str, *, for_new: bool = False, switch_model: bool = True
     ) -> Preset: ...
     async def fetch_record(self, key: str) -> RecordView | None: ...
+    async def import_history(
+        self, path: Path, *, source: str | None = None, progress: ImportProgress | None = None
+    ) -> ImportReport: ...
     def estimate_tokens(self, text: str) -> int: ...
     async def count_tokens(self, text: str) -> int: ...

@@ -16,8 +16,11 @@ on this module, which imports them all). Holds no tests itself.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from newt.agent.history_import import ImportFormatError, ImportProgress, ImportReport
+from newt.chat_settings import Preset
 from newt.config import Config
 from newt.recall import RetentionReport
 from newt.store import Conversation, MemoryRecord
@@ -104,6 +107,19 @@ class FakeSession:
 
     async def set_model(self, model: str) -> None:
         self.state.model = model
+
+    async def apply_preset(
+        self, name: str, *, for_new: bool = False, switch_model: bool = True
+    ) -> Preset:
+        preset = self.settings_controls.use_preset(name)
+        if preset.model and switch_model:
+            self.state.model = preset.model
+        return preset
+
+    async def import_history(
+        self, path: Path, *, source: str | None = None, progress: ImportProgress | None = None
+    ) -> ImportReport:
+        raise ImportFormatError(path, "a scripted session has no store to import into")
 
     async def fetch_record(self, key: str) -> MemoryRecord | None:
         if key == "missing":

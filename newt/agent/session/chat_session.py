@@ -28,6 +28,7 @@ interleave: a summary can never land in another conversation's log, and a
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any
 
 from newt.agent.conversation.log import ConversationLog
@@ -40,6 +41,7 @@ from newt.agent.errors import (
     require_backend,
     resolve_conversation,
 )
+from newt.agent.history_import import ImportProgress, ImportReport, import_history
 from newt.agent.own_memory.owned_notes import OwnedNotes
 from newt.agent.own_memory.records import MemoryRecords
 from newt.agent.own_memory.status import MemoryStatus, add_tool_costs, dump_report, memory_status
@@ -261,6 +263,14 @@ class ChatSession:
         caught_up = await self.recall_parts.catch_up(embed_within_s)
         if not caught_up and handoff is not None:
             handoff.vectors()
+
+    async def import_history(
+        self, path: Path, *, source: str | None = None, progress: ImportProgress | None = None
+    ) -> ImportReport:
+        """Another app's history into this database (newt.agent.history_import)."""
+        return await import_history(
+            self.store, self.recall_parts, path, source=source, progress=progress
+        )
 
     async def fetch_record(self, key: str) -> MemoryRecord | None:
         """A record whole, by its key or the first words of its line in a capsule."""

@@ -55,14 +55,14 @@ class ImportCommands:
         self.begin_import(Path(arg).expanduser(), None, None)
 
     async def import_path(self, path: Path, source: str | None, view: ImportScreen | None) -> None:
-        from newt.agent.history_import import ImportFormatError, import_history
+        from newt.agent.history_import import ImportFormatError
 
         screen = self.screen
         if view is None:
             screen.feedback(f"Importing {path}…", "info")
         progress = view.progress if view is not None else None
         try:
-            report = await import_history(self.session, path, source=source, progress=progress)
+            report = await self.session.import_history(path, source=source, progress=progress)
         except ImportFormatError as exc:  # a malformed or unknown file: nothing was written
             said = f"Import failed: {describe(exc)}; nothing was imported."
             if view is not None:

@@ -34,15 +34,12 @@ class FakeSettingsControls:
     async def update_settings(self, settings: ChatSettings) -> None:
         self.settings = settings
 
-    async def apply_preset(
-        self, name: str, *, for_new: bool = False, switch_model: bool = True
-    ) -> Preset:
+    def use_preset(self, name: str) -> Preset:
+        """The preset's settings (ChatSession.apply_preset's part of it)."""
         preset = self.presets.get(name)
         if preset is None:
             raise LookupError(f"no preset named {name!r}")
         self.settings = replace(preset.settings, preset=name)
-        if preset.model and switch_model:
-            self.state.model = preset.model
         return preset
 
 

@@ -13,7 +13,6 @@ import ast
 
 import pytest
 
-from newt.agent.history_import import ImportFormatError, import_history
 from newt.agent.session.chat_session import ChatSession
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.paths import REPO, TESTS
@@ -75,14 +74,6 @@ def test_the_agent_has_no_capability_probes() -> None:
     assert not found, "declare it (a Protocol, a flag, a typed parameter):\n" + "\n".join(found)
 
 
-async def test_an_import_needs_a_session_that_can_take_one() -> None:
-    class Scripted:  # the UI's scripted sessions have no store
-        pass
-
-    with pytest.raises(ImportFormatError, match="no store to import into"):
-        await import_history(Scripted(), CHATGPT)
-
-
 async def test_an_import_writes_to_the_session_store_and_queues_the_embedding(
     fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -90,7 +81,7 @@ async def test_an_import_writes_to_the_session_store_and_queues_the_embedding(
     try:
         queued: list[bool] = []
         monkeypatch.setattr(session.recall_parts, "stored", lambda: queued.append(True))
-        report = await import_history(session, CHATGPT)
+        report = await session.import_history(CHATGPT)
         assert report.summary.imported
         assert queued == [True]
         listed = {c.id for c in await session.conversations.list_conversations()}
