@@ -160,6 +160,7 @@ class NewtApp(App[None]):
                 self.session = await self._open_session(self.config, self._say)
             except Exception as exc:
                 from newt.agent.display import StoreError  # imported with the agent by now
+                from newt.agent.errors import NoBackendConfigured
 
                 if isinstance(exc, StoreError):
                     await self.push_screen_wait(
@@ -169,7 +170,7 @@ class NewtApp(App[None]):
                     )
                     self.exit(return_code=1)
                     return
-                if type(exc).__name__ == "NoBackendConfigured":
+                if isinstance(exc, NoBackendConfigured):
                     # e.g. a base URL but no model: the setup form is the fix.
                     if not await self._ask_backend():
                         return
