@@ -144,9 +144,10 @@ def _config(base_url: str) -> Any:
 
 async def measure_launch(home: Path, base_url: str, resume: str | None = None) -> dict[str, float]:
     from newt.ui.app import NewtApp
+    from newt.ui.open_request import OpenRequest
 
     t0 = time.perf_counter()
-    app = NewtApp(_config(base_url), resume=resume)
+    app = NewtApp(_config(base_url), opening=OpenRequest(resume=resume))
     async with app.run_test(size=(120, 40)) as pilot:
         await _until(
             pilot, lambda: _interactive(app) and (resume is None or app.screen.log_view.entries)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from newt.config import Config
-from newt.errors import InputError, describe, user_message
+from newt.errors import InputError, NewtError, describe, user_message
 from newt.store import Conversation, Store
 
 
@@ -52,4 +52,5 @@ def require_backend(config: Config) -> None:
         )
 
 
-__all__ = ["describe", "user_message"]  # for the UI, which imports only the agent
+# for the UI, which imports only the agent
+__all__ = ["NewtError", "describe", "user_message"]

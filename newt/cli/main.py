@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, TextIO
 from newt import __version__
 from newt.cli.memory import add_parsers as add_memory_parsers
 from newt.cli.memory import run_command as run_memory_command
-from newt.cli.memory import run_tui_incognito
 from newt.config import Config, load_config
 from newt.errors import InputError, NewtError, describe, user_message
 from newt.store import Store
@@ -350,22 +349,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         incognito=args.incognito,
                     )
                 )
-            if args.incognito:  # kept out of memory from before the first turn
-                return run_tui_incognito(
-                    config,
-                    resume=args.resume,
-                    continue_latest=args.continue_latest,
-                    preset=args.preset,
-                )
             from newt.ui.app import run_tui
+            from newt.ui.open_request import OpenRequest
 
-            return run_tui(
-                config,
+            opening = OpenRequest(
                 resume=args.resume,
                 continue_latest=args.continue_latest,
                 preset=args.preset,
-                local=owner,
+                incognito=args.incognito,  # kept out of memory from before the first turn
             )
+            return run_tui(config, opening=opening, local=owner)
         except NewtError as exc:  # one mapping: message and exit status (newt.errors)
             text, status = user_message(exc) or (str(exc), EXIT_FAILED)
             _err(stderr, text)

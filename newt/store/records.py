@@ -153,6 +153,7 @@ class RecordRepo:
             await conn.execute("DELETE FROM memory_records WHERE key = ?", (key,))
 
     async def count(self) -> int:
+        """How many memory records there are, of every kind (what `forget --all` takes)."""
         cur = await self.db.conn.execute("SELECT COUNT(*) FROM memory_records")
         row = await cur.fetchone()
         return int(row[0]) if row else 0

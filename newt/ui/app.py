@@ -3,13 +3,14 @@
 Startup: with a backend configured, the chat screen is drawn at once, before
 the agent session exists, and takes typing; a worker then imports the agent
 (recall, memory, the HTTP client: in a thread, so keys still echo), opens the
-session (which opens the database it owns), resumes a conversation if asked
-and hands the session to the screen, which then sends anything submitted
-meanwhile. Without a backend the worker first finds or asks for one behind a
-status screen. Problems become an error screen with Retry / Change backend /
-Quit, never a traceback. The session is always closed, also when the app dies:
-its open database connection keeps a non-daemon thread alive and would hang
-the process at exit.
+session (which opens the database it owns), opens what the command line asked
+for (`OpenRequest`: a resumed conversation, a preset, incognito; see
+open_request.py) and hands the session to the screen, which then sends
+anything submitted meanwhile. Without a backend the worker first finds or asks
+for one behind a status screen. Problems become an error screen with Retry /
+Change backend / Quit, never a traceback. The session is always closed, also
+when the app dies: its open database connection keeps a non-daemon thread
+alive and would hang the process at exit.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from newt.config import Config
 from newt.config_paths import default_config_path
 from newt.ui.command_palette import SlashCommandProvider
 from newt.ui.errors import describe
+from newt.ui.open_request import OpenRequest, open_requested
 from newt.ui.screens.chat import ChatScreen
 from newt.ui.screens.status import ConnectingScreen, ErrorScreen
 from newt.ui.session_api import SessionFace, SessionLike
@@ -94,9 +96,7 @@ class NewtApp(App[None]):
         self,
         config: Config,
         *,
-        resume: str | None = None,
-        continue_latest: bool = False,
-        preset: str | None = None,
+        opening: OpenRequest | None = None,
         open_session: OpenSession = _open_session,
         discover: Discover = _discover,
         freeze_startup_heap: bool = False,
@@ -104,10 +104,8 @@ class NewtApp(App[None]):
     ) -> None:
         super().__init__()
         self.config = config
-        self.resume_id = resume
-        self.continue_latest = continue_latest
-        self.preset = preset
-        """`newt --preset NAME`: applied to the first conversation and every new one."""
+        self.opening = opening or OpenRequest()
+        """What the command line asked to open first (-r/-c, --preset, --incognito)."""
         self.session: SessionLike | None = None
         self._open_session = open_session
         self._discover = discover
@@ -162,6 +160,7 @@ class NewtApp(App[None]):
                 self.session = await self._open_session(self.config, self._say)
             except Exception as exc:
                 from newt.agent.display import StoreError  # imported with the agent by now
+                from newt.agent.errors import NoBackendConfigured
 
                 if isinstance(exc, StoreError):
                     await self.push_screen_wait(
@@ -171,7 +170,7 @@ class NewtApp(App[None]):
                     )
                     self.exit(return_code=1)
                     return
-                if type(exc).__name__ == "NoBackendConfigured":
+                if isinstance(exc, NoBackendConfigured):
                     # e.g. a base URL but no model: the setup form is the fix.
                     if not await self._ask_backend():
                         return
@@ -270,17 +269,7 @@ class NewtApp(App[None]):
         return True
 
     async def _open_requested_conversation(self, session: SessionLike) -> None:
-        try:
-            if self.resume_id:
-                await session.conversations.resume(self.resume_id)
-            elif self.continue_latest and await session.conversations.continue_latest() is None:
-                self.notify("No saved conversation yet; starting a new one.")
-            if self.preset:  # its model was chosen with the config (newt/cli/main.py)
-                await session.apply_preset(self.preset, for_new=True, switch_model=False)
-        except Exception as exc:
-            self.notify(
-                describe(exc), title="Could not resume", severity="error", timeout=8, markup=False
-            )
+        await open_requested(session, self.opening, self.notify)
 
     def startup_settled(self) -> None:
         """Called once the chat screen is painted and again after the Markdown
@@ -354,21 +343,13 @@ def freeze_startup_heap() -> None:
 def run_tui(
     config: Config,
     *,
-    resume: str | None = None,
-    continue_latest: bool = False,
-    preset: str | None = None,
+    opening: OpenRequest | None = None,
     local: ManagedLocal | None = None,
 ) -> int:
-    """Run the TUI; returns the process exit code. `local`: the managed llama-server
-    the command line started, for /model to switch."""
-    app = NewtApp(
-        config,
-        resume=resume,
-        continue_latest=continue_latest,
-        preset=preset,
-        freeze_startup_heap=True,
-        local=local,
-    )
+    """Run the TUI; returns the process exit code. `opening`: what to open first
+    (-r/-c, --preset, --incognito); `local`: the managed llama-server the command
+    line started, for /model to switch."""
+    app = NewtApp(config, opening=opening, freeze_startup_heap=True, local=local)
 
     async def main() -> None:
         try:

@@ -1,5 +1,5 @@
 """The user's own memory from the command line: `newt rename`,
-`newt delete`, `newt memory search|show|forget`, and `newt --incognito`.
+`newt delete`, and `newt memory search|show|forget`.
 
 Contract: every command opens the database through a `ChatSession` that never
 sends a request (no probe, no embedding catch-up; a server embedder is turned
@@ -16,7 +16,8 @@ sequences before it is printed; `--json` keeps it whole, JSON-escaped.
 Why here and not in cli.py: the parser and `main` stay short, and these
 commands share one way of opening the store and of asking (`offline.py`).
 This module holds the parsers and the dispatch; `conversations.py` rename and
-delete, `records.py` memory search|show|forget, `incognito.py` --incognito.
+delete, `records.py` memory search|show|forget. `newt --incognito` is a choice
+the TUI is handed (newt/ui/open_request.py) and print mode's own.
 """
 
 from __future__ import annotations
@@ -25,12 +26,11 @@ import argparse
 from typing import Any, TextIO
 
 from newt.cli.memory.conversations import delete, rename
-from newt.cli.memory.incognito import incognito_app, run_tui_incognito
 from newt.cli.memory.offline import bounded
 from newt.cli.memory.records import forget, search, show
 from newt.config import Config
 
-__all__ = ["add_parsers", "incognito_app", "run_command", "run_tui_incognito"]
+__all__ = ["add_parsers", "run_command"]
 
 
 def add_parsers(sub: Any) -> None:

@@ -214,8 +214,7 @@ async def _everything_summary(config: Config) -> str:
     async with offline_session(config) as session:
         conversations = len(await session.store.conversations.list())
         notes = len(await session.store.notes.list())
-        rows = await session.store.db.conn.execute_fetchall("SELECT count(*) FROM memory_records")
-    records = int(next(iter(rows))[0])
+        records = await session.store.records.count()
     return (
         f"this forgets every conversation ({conversations}), every note ({notes})"
         f" and every memory record ({records}); the model facts newt measured stay"

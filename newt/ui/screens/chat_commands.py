@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from newt.ui.command_host import CommandHost
 from newt.ui.commands import ParsedCommand
 from newt.ui.copying import parse_copy, resolve_copy
-from newt.ui.errors import describe
+from newt.ui.errors import NewtError, describe
 from newt.ui.format import tokens
 from newt.ui.screens.help import HelpScreen
 from newt.ui.screens.import_commands import ImportCommands
@@ -179,17 +179,18 @@ class ChatCommands(ImportCommands, MemoryChatCommands, ModelCommands):
         self.spawn(getattr(self, f"cmd_{name}")(arg))
 
     def spawn(self, work: Awaitable[None]) -> None:
-        """Run a command's work in a worker; its errors become inline feedback."""
+        """Run a command's work in a worker; its errors become inline feedback.
+        One of newt's errors for the user (a `NewtError`: unknown conversation,
+        a note that matches twice...) ends there; anything else is a bug, said
+        inline too and raised on, so the worker reports it."""
         self.screen.run_worker(self._guarded(work), group="command", exit_on_error=False)
 
     async def _guarded(self, work: Awaitable[None]) -> None:
         try:
             await work
         except Exception as exc:
-            # Errors the session raises for the user (unknown conversation, a
-            # note that matches twice...) read best inline, beside the command.
-            self.screen.feedback(describe(exc), "warning")
-            if not type(exc).__module__.startswith("newt."):
+            self.screen.feedback(describe(exc), "warning")  # beside the command
+            if not isinstance(exc, NewtError):
                 raise
 
     async def cmd_new(self, arg: str) -> None:

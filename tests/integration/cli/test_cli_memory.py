@@ -445,17 +445,33 @@ def test_incognito_is_for_a_chat(home: Path) -> None:
     assert result.returncode == 2 and "--incognito is for a chat" in result.stderr
 
 
+def test_incognito_is_handed_to_the_tui(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`newt --incognito -c` runs the one TUI with incognito among its startup
+    choices (the app carries it out: the test below)."""
+    import newt.ui.app
+    from newt.cli.main import main
+    from newt.ui.open_request import OpenRequest
+
+    handed: list[object] = []
+    monkeypatch.setattr(newt.ui.app, "run_tui", lambda config, **kw: handed.append(kw) or 0)
+    assert main(["--base-url", "http://127.0.0.1:9/v1", "--model", MODEL, "--incognito", "-c"]) == 0
+    assert handed == [{"opening": OpenRequest(continue_latest=True, incognito=True), "local": None}]
+    assert main(["--base-url", "http://127.0.0.1:9/v1", "--model", MODEL]) == 0
+    assert handed[-1] == {"opening": OpenRequest(), "local": None}
+
+
 async def test_incognito_in_the_tui(fake_openai: FakeOpenAI, home: Path) -> None:
     """`newt --incognito -c` in the TUI: the resumed conversation leaves memory
     before the first turn, and the new turn is never indexed."""
-    from newt.cli.memory import incognito_app
     from newt.config import load_config
+    from newt.ui.app import NewtApp
+    from newt.ui.open_request import OpenRequest
     from tests.support.pilot import chat_ready, type_and_send, wait_idle
 
     first = say(fake_openai, home, f"My locker code is {SECRET}.")
     assert len(search_json(home, SECRET)) == 2
     config = load_config(base_url=fake_openai.base_url, model=MODEL)
-    app = incognito_app(config, continue_latest=True)
+    app = NewtApp(config, opening=OpenRequest(continue_latest=True, incognito=True))
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await chat_ready(pilot)
         assert app.session is not None and app.session.incognito

@@ -13,6 +13,7 @@ from textual.widgets import Input
 from newt.cli.main import _start_local
 from newt.config import load_config
 from newt.ui.app import NewtApp
+from newt.ui.open_request import OpenRequest
 from newt.ui.screens.settings import SettingsScreen
 from newt.ui.widgets.messages import AssistantMessage
 from tests.support.fake_openai import FakeOpenAI, Reply
@@ -73,7 +74,7 @@ async def test_tui_footer_marks_a_reply_stopped_at_the_length_limit(
         assert "length limit" not in _footer(whole) and "completion tokens" in _footer(whole)
         await pilot.press("ctrl+q")
     # resumed, the footers say the same (the mark used to be live only)
-    again = NewtApp(config_for(fake_openai), continue_latest=True)
+    again = NewtApp(config_for(fake_openai), opening=OpenRequest(continue_latest=True))
     async with again.run_test(size=(110, 34)) as pilot:
         screen = await chat_ready(pilot)
         await wait_idle(pilot, screen)

@@ -10,6 +10,7 @@ import pytest
 from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
+from newt.ui.open_request import OpenRequest
 from newt.ui.widgets.chat_log import ChatLog
 from newt.ui.widgets.entries import ErrorEntry, NoticeEntry
 from newt.ui.widgets.messages import (
@@ -305,8 +306,8 @@ async def test_open_directly_with_resume_or_continue(flag: str) -> None:
     session.state.add_conversation(
         "c" * 32, "Old chat", [make_turn(1, "old question", "old answer")]
     )
-    kwargs = {"resume": "ccc"} if flag == "resume" else {"continue_latest": True}
-    app = make_app(session, **kwargs)
+    opening = OpenRequest(resume="ccc") if flag == "resume" else OpenRequest(continue_latest=True)
+    app = make_app(session, opening=opening)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
         await wait_idle(pilot, screen)
@@ -317,7 +318,7 @@ async def test_open_directly_with_resume_or_continue(flag: str) -> None:
 
 async def test_resume_unknown_id_notifies_and_starts_fresh() -> None:
     session = FakeSession()
-    app = make_app(session, resume="zzz")
+    app = make_app(session, opening=OpenRequest(resume="zzz"))
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
         assert session.conversation is None
@@ -507,7 +508,7 @@ async def test_long_history_is_windowed_and_scrolling_up_loads_more() -> None:
     session = FakeSession()
     turns = [make_turn(i, f"question {i}", f"answer {i}") for i in range(1, 1001)]
     session.state.add_conversation("d" * 32, "Long one", turns)
-    app = make_app(session, resume="ddd")
+    app = make_app(session, opening=OpenRequest(resume="ddd"))
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)
         await wait_idle(pilot, screen)

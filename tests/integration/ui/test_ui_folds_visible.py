@@ -17,6 +17,7 @@ import pytest
 from textual.widgets import Static
 
 from newt.ui.app import NewtApp
+from newt.ui.open_request import OpenRequest
 from newt.ui.screens.chat import ChatScreen
 from newt.ui.screens.memory import MemoryScreen
 from newt.ui.screens.record import FoldScreen
@@ -169,7 +170,7 @@ async def test_reopening_the_conversation_shows_the_same_lines(
         live_kinds = [type(e).__name__ for e in screen.query_one(ChatLog).entries]
     assert live == EXPECTED
 
-    app2 = make_app(fake_openai, continue_latest=True)
+    app2 = make_app(fake_openai, opening=OpenRequest(continue_latest=True))
     async with app2.run_test(size=(110, 36)) as pilot:
         screen = await chat_ready(pilot)
         await wait_idle(pilot, screen)

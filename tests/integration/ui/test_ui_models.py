@@ -11,6 +11,7 @@ from textual.widgets import Input, OptionList, Static, TextArea
 from newt.chat_settings import ChatSettings
 from newt.config import Config, load_config
 from newt.ui.app import NewtApp
+from newt.ui.open_request import OpenRequest
 from newt.ui.screens.choice_picker import ChoicePickerScreen
 from newt.ui.screens.settings import SettingsScreen
 from tests.support.fake_openai import FakeOpenAI
@@ -157,7 +158,7 @@ async def test_settings_screen_edits_saves_and_restores(
         assert sent["messages"][0]["content"].startswith("Reply like a ship's captain")
         await pilot.press("ctrl+q")
 
-    app = NewtApp(config_for(fake_openai), continue_latest=True)
+    app = NewtApp(config_for(fake_openai), opening=OpenRequest(continue_latest=True))
     async with app.run_test(size=(110, 34)) as pilot:
         screen = await chat_ready(pilot)
         await wait_idle(pilot, screen)

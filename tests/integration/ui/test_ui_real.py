@@ -6,6 +6,7 @@ from pathlib import Path
 
 from newt.config import load_config
 from newt.ui.app import NewtApp
+from newt.ui.open_request import OpenRequest
 from newt.ui.screens.chat import ChatScreen
 from newt.ui.screens.memory import MemoryScreen, memory_rows
 from newt.ui.screens.setup import SetupScreen
@@ -39,7 +40,7 @@ async def test_chat_memory_quit_and_continue(home: Path, fake_openai: FakeOpenAI
         await pilot.press("ctrl+q")
     assert app.session is not None and app.session.store.db._closed  # type: ignore[attr-defined]
 
-    app2 = NewtApp(config_for(fake_openai), continue_latest=True)
+    app2 = NewtApp(config_for(fake_openai), opening=OpenRequest(continue_latest=True))
     async with app2.run_test(size=(140, 40)) as pilot:
         screen = await chat_ready(pilot)
         await wait_idle(pilot, screen)
@@ -141,7 +142,8 @@ async def test_compaction_divider_live_and_after_reopen(
         assert screen.query(".compaction")
         live = app.session.memory_status()  # type: ignore[union-attr]
     app2 = NewtApp(
-        config_for(fake_openai, context_tokens=1024, threshold_pct=0.5), continue_latest=True
+        config_for(fake_openai, context_tokens=1024, threshold_pct=0.5),
+        opening=OpenRequest(continue_latest=True),
     )
     async with app2.run_test(size=(100, 30)) as pilot:
         screen = await chat_ready(pilot)

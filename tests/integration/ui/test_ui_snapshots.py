@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from newt.ui.open_request import OpenRequest
 from tests.support.fake_session import FakeSession
 from tests.support.fakes.state import make_turn, sample_report
 from tests.support.fakes.turns import Step
@@ -64,12 +65,12 @@ async def _send_one(pilot: Any) -> None:
 
 
 def test_main_screen(snap_compare: Any) -> None:
-    app = make_app(session_with_history(), resume="aaa")
+    app = make_app(session_with_history(), opening=OpenRequest(resume="aaa"))
     assert snap_compare(app, terminal_size=(100, 32), run_before=_send_one)
 
 
 def test_sidebar_wide(snap_compare: Any) -> None:
-    app = make_app(session_with_history(), resume="aaa")
+    app = make_app(session_with_history(), opening=OpenRequest(resume="aaa"))
     assert snap_compare(app, terminal_size=(140, 36), run_before=_send_one)
 
 
@@ -79,7 +80,7 @@ def test_memory_panel(snap_compare: Any) -> None:
         await pilot.press("ctrl+g")
         await steady(pilot)
 
-    app = make_app(session_with_history(), resume="aaa")
+    app = make_app(session_with_history(), opening=OpenRequest(resume="aaa"))
     assert snap_compare(app, terminal_size=(110, 32), run_before=run_before)
 
 
@@ -95,7 +96,7 @@ def test_resume_picker(snap_compare: Any) -> None:
         search.refresh()
         await pilot.pause()
 
-    app = make_app(session_with_history(), resume="aaa")
+    app = make_app(session_with_history(), opening=OpenRequest(resume="aaa"))
     assert snap_compare(app, terminal_size=(100, 30), run_before=run_before)
 
 

@@ -21,6 +21,7 @@ import pytest
 from newt.agent.session.chat_session import ChatSession
 from newt.config import Config
 from newt.ui.app import NewtApp
+from newt.ui.open_request import OpenRequest
 from newt.ui.widgets.messages import AssistantMessage, UserMessage
 from tests.support.fake_openai import FakeOpenAI, Reply
 from tests.support.fake_session import FakeSession
@@ -169,7 +170,7 @@ async def test_a_command_and_a_resumed_history_wait_for_the_session() -> None:
     session.state.add_conversation("a" * 32, "old talk", [make_turn(1, "earlier question", "old")])
     session.turns.script(Step(text="new answer"))
     gate = asyncio.Event()
-    app = gated_app(session, gate, resume="aaa")
+    app = gated_app(session, gate, opening=OpenRequest(resume="aaa"))
     async with app.run_test(size=(120, 36)) as pilot:
         screen = await chat_ready(pilot)
         await type_and_send(pilot, "/note remember the gate")

@@ -10,6 +10,7 @@ import pytest
 
 from newt.ui.app import NewtApp
 from newt.ui.copying import CopyRequest, code_blocks, parse_copy, resolve_copy
+from newt.ui.open_request import OpenRequest
 from newt.ui.screens.memory import MemoryScreen, memory_rows
 from newt.ui.widgets.entries import AssistantEntry, UserEntry
 from newt.ui.widgets.messages import AssistantMessage, NoticeMessage, UserMessage
@@ -102,7 +103,7 @@ async def test_thinking_live_folded_then_ctrl_t_and_resumed(
         await pilot.press("ctrl+q")
 
     # resumed: the thinking and the footer come back from the store
-    app2 = NewtApp(config_for(fake_openai), continue_latest=True)
+    app2 = NewtApp(config_for(fake_openai), opening=OpenRequest(continue_latest=True))
     async with app2.run_test(size=(120, 40)) as pilot:
         screen = await chat_ready(pilot)
         await wait_idle(pilot, screen)

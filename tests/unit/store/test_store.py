@@ -162,6 +162,20 @@ async def test_turn_lifecycle_and_records(tmp_path: Path) -> None:
         assert await store.records.count() == 0
 
 
+async def test_records_count_every_kind(tmp_path: Path) -> None:
+    """`records.count()`: what `newt memory forget --all` says it takes."""
+    async with await Store.open(tmp_path / "newt.db") as store:
+        assert await store.records.count() == 0
+        conv = await store.conversations.create()
+        tid = await store.turns.add_pending(conv.id, "Where is the cabin?")
+        await store.turns.complete(tid, "By the lake.", tokens_in=5, tokens_out=3)
+        await store.records.add("n1", "note", "The user prefers metric units.")
+        await store.turns.add_compaction(conv.id, "SUMMARY", resident_turns=1, used_after=40)
+        assert await store.records.count() == 4  # the message, the reply, a note, a summary
+        await store.records.delete("n1")
+        assert await store.records.count() == 3
+
+
 async def test_failed_turn_keeps_user_text(tmp_path: Path) -> None:
     async with await Store.open(tmp_path / "newt.db") as store:
         conv = await store.conversations.create()

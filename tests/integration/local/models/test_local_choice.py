@@ -20,6 +20,7 @@ import pytest
 from newt.cli.main import _local_model, _start_local
 from newt.config import load_config, save_local_choice
 from newt.ui.app import NewtApp
+from newt.ui.open_request import OpenRequest
 from newt.ui.screens.setup import SetupScreen
 from newt.ui.widgets.messages import AssistantMessage
 from tests.support.package_index import WHEEL, Index, wheel_bytes
@@ -99,7 +100,7 @@ async def test_first_run_local_choice_is_saved_and_used_by_every_later_newt(
     assert _local_model(args, config) == ""  # type: ignore[arg-type]
     with ExitStack() as stack:
         _start_local(stack, config, "", explicit_model=None)
-        app = NewtApp(config, continue_latest=True, discover=no_local_server)
+        app = NewtApp(config, opening=OpenRequest(continue_latest=True), discover=no_local_server)
         async with app.run_test(size=(100, 40)) as pilot:
             screen = await chat_ready(pilot)
             assert LOCAL_BUDGET in meter(screen)
