@@ -9,6 +9,7 @@ import pytest
 pytest_plugins = [
     "tests.support.fake_openai",
     "tests.support.llama_server",
+    "tests.support.mock_backend",
     "tests.support.package_index",
 ]
 

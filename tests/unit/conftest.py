@@ -1,6 +1,8 @@
-"""The unit tier (marker `unit`): one layer at a time, in process, against the
-loopback fake server (tests/support/fake_openai.py), real SQLite files in tmp_path and
-stand-in binaries. No tmux, cmake, llama-server or model file: on a fresh clone
+"""The unit tier (marker `unit`): one layer at a time, in process, against an
+httpx.MockTransport backend (tests/support/mock_backend.py) where a test hands the
+client its transport, the loopback fake server (tests/support/fake_openai.py) where it
+needs a connection or a whole session, real SQLite files in tmp_path and stand-in
+binaries. No tmux, cmake, llama-server or model file: on a fresh clone
 `pytest tests/unit` (or `-m unit`) runs it in well under a minute.
 
 One folder per package (or top-level module) of newt/, plus project/ for the

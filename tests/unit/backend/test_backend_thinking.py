@@ -1,4 +1,8 @@
-"""Reasoning apart from the answer: both forms, cut at every possible place."""
+"""Reasoning apart from the answer: both forms, cut at every possible place.
+
+The splitter and accumulator alone, then ChatClient reading each cut as SSE from
+tests/support/mock_backend.py (no socket: the cuts are in the events, not the bytes).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from newt.backend.client import ChatClient
 from newt.backend.response import StreamAccumulator, parse_completion
 from newt.backend.thinking import ThinkTagSplitter
 from newt.backend.types import ChatResult, StreamEvent, StreamText, StreamThinking
-from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import Reply
+from tests.support.mock_backend import MockBackend
 
 TAGGED = "<think>\nThe user greets; greet back.\n</think>\n\nHello <b>there</b>!"
 THOUGHT = "\nThe user greets; greet back.\n"
@@ -94,11 +99,11 @@ def joined(events: list[StreamEvent], kind: type) -> str:
     return "".join(e.text for e in events if isinstance(e, kind))  # type: ignore[attr-defined]
 
 
-async def test_tags_over_http_at_every_chunk_size(fake_openai: FakeOpenAI):
-    client = ChatClient(fake_openai.base_url, "fake-model")
+async def test_tags_over_http_at_every_chunk_size(mock_backend: MockBackend):
+    client = ChatClient(mock_backend.base_url, "fake-model", transport=mock_backend.transport)
     try:
         for size in range(1, len(TAGGED) + 1):
-            fake_openai.script(Reply(text=TAGGED, chunk_size=size))
+            mock_backend.script(Reply(text=TAGGED, chunk_size=size))
             events, result = await stream(client)
             assert (joined(events, StreamThinking), joined(events, StreamText)) == (THOUGHT, ANSWER)
             assert (result.thinking, result.text) == (THOUGHT, ANSWER), size
@@ -109,13 +114,13 @@ async def test_tags_over_http_at_every_chunk_size(fake_openai: FakeOpenAI):
         await client.aclose()
 
 
-async def test_tags_over_http_cut_inside_each_tag(fake_openai: FakeOpenAI):
-    client = ChatClient(fake_openai.base_url, "fake-model")
+async def test_tags_over_http_cut_inside_each_tag(mock_backend: MockBackend):
+    client = ChatClient(mock_backend.base_url, "fake-model", transport=mock_backend.transport)
     try:
         close_at = TAGGED.index("</think>")
         for i, j in itertools.product(range(1, 7), range(close_at + 1, close_at + 8)):
             pieces = [TAGGED[:i], TAGGED[i:j], TAGGED[j:]]
-            fake_openai.script(Reply(chunks=pieces))
+            mock_backend.script(Reply(chunks=pieces))
             events, result = await stream(client)
             assert (result.thinking, result.text) == (THOUGHT, ANSWER), pieces
             assert joined(events, StreamText) == ANSWER
@@ -123,17 +128,17 @@ async def test_tags_over_http_cut_inside_each_tag(fake_openai: FakeOpenAI):
         await client.aclose()
 
 
-async def test_reasoning_content_over_http_at_every_chunk_size(fake_openai: FakeOpenAI):
-    client = ChatClient(fake_openai.base_url, "fake-model")
+async def test_reasoning_content_over_http_at_every_chunk_size(mock_backend: MockBackend):
+    client = ChatClient(mock_backend.base_url, "fake-model", transport=mock_backend.transport)
     thought = "Two and two make four."
     try:
         for size in range(1, len(thought) + 1):
-            fake_openai.script(Reply(text="4", reasoning=thought, chunk_size=size))
+            mock_backend.script(Reply(text="4", reasoning=thought, chunk_size=size))
             events, result = await stream(client)
             assert joined(events, StreamThinking) == thought
             assert (result.thinking, result.text) == (thought, "4")
         # the field Ollama and OpenRouter use, and a server that ignores stream: true
-        fake_openai.script(
+        mock_backend.script(
             Reply(text="4", reasoning=thought, reasoning_field="reasoning"),
             Reply(text="4", reasoning=thought, json_body=True),
         )

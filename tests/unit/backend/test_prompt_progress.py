@@ -1,6 +1,6 @@
 """llama-server's prompt progress through the client, and the pace newt makes of it:
-the fake server sends `prompt_progress` chunks as llama-server
-does when a request carries `return_progress`."""
+the mock backend (tests/support/mock_backend.py) sends `prompt_progress` chunks as
+llama-server does when a request carries `return_progress`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from newt.agent.turn.reply_pace import PaceMeter
 from newt.backend.client import ChatClient
 from newt.backend.types import ChatResult, PromptProgress, StreamText
 from newt.ui.widgets.reply_parts import pace_text
-from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.support.fake_openai import Reply
+from tests.support.mock_backend import MockBackend
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 
@@ -19,13 +20,15 @@ async def collect(client: ChatClient) -> list[object]:
 
 
 async def test_the_client_asks_for_progress_and_hands_it_on_before_the_text(
-    fake_openai: FakeOpenAI,
+    mock_backend: MockBackend,
 ) -> None:
-    fake_openai.script(Reply(text="hi", prompt_read_s=0.2, progress_steps=4, prompt_tokens=1000,
-                             cached_tokens=200))  # fmt: skip
-    async with ChatClient(fake_openai.base_url, "m", prompt_progress=True) as client:
+    mock_backend.script(Reply(text="hi", prompt_read_s=0.2, progress_steps=4, prompt_tokens=1000,
+                              cached_tokens=200))  # fmt: skip
+    async with ChatClient(
+        mock_backend.base_url, "m", prompt_progress=True, transport=mock_backend.transport
+    ) as client:
         items = await collect(client)
-    assert fake_openai.chat_requests[-1].body["return_progress"] is True
+    assert mock_backend.chat_requests[-1].body["return_progress"] is True
     progress = [i for i in items if isinstance(i, PromptProgress)]
     assert [(p.total, p.cache, p.processed) for p in progress] == [
         (1000, 200, 400), (1000, 200, 600), (1000, 200, 800), (1000, 200, 1000),
@@ -35,11 +38,11 @@ async def test_the_client_asks_for_progress_and_hands_it_on_before_the_text(
     assert isinstance(items[-1], ChatResult) and items[-1].text == "hi"
 
 
-async def test_a_server_not_asked_gets_no_unknown_field(fake_openai: FakeOpenAI) -> None:
-    fake_openai.script(Reply(text="hi", prompt_read_s=0.1))
-    async with ChatClient(fake_openai.base_url, "m") as client:
+async def test_a_server_not_asked_gets_no_unknown_field(mock_backend: MockBackend) -> None:
+    mock_backend.script(Reply(text="hi", prompt_read_s=0.1))
+    async with ChatClient(mock_backend.base_url, "m", transport=mock_backend.transport) as client:
         items = await collect(client)
-    assert "return_progress" not in fake_openai.chat_requests[-1].body
+    assert "return_progress" not in mock_backend.chat_requests[-1].body
     assert not [i for i in items if isinstance(i, PromptProgress)]
 
 

@@ -1,7 +1,8 @@
 """Meaning-based recall: the embeddings client, the vector table, the background
-queue and rank fusion, against real SQLite and the loopback fake server. The same
-against a real llama-server (started with --embeddings, and all-MiniLM-L6-v2 on a
-second one through `[recall] embeddings_url`) is in tests/e2e/models/test_llama_embeddings.py."""
+queue and rank fusion, against real SQLite, the mock backend (the client alone) and
+the loopback fake server. The same against a real llama-server (started with
+--embeddings, and all-MiniLM-L6-v2 on a second one through `[recall] embeddings_url`)
+is in tests/e2e/models/test_llama_embeddings.py."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from newt.recall.service import RecallParts
 from newt.recall.vectors import LOAD_PAGE, VectorIndex, normalized, pack, unpack
 from newt.store import Database, Store
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.mock_backend import MockBackend
 from tests.support.session_helpers import add_turn
 
 EMBEDDINGS = ("POST", "/v1/embeddings")
@@ -212,15 +214,17 @@ async def test_make_embedder_follows_the_config() -> None:
     await embedder.aclose()
 
 
-# -- the client against the loopback fake server -----------------------------------
+# -- the client, against tests/support/mock_backend.py (no socket needed) --------
 
 
 @pytest.mark.parametrize("status", [404, 405, 501])
 async def test_client_reads_404_405_501_as_no_embeddings(
-    fake_openai: FakeOpenAI, status: int
+    mock_backend: MockBackend, status: int
 ) -> None:
-    fake_openai.routes[EMBEDDINGS] = (status, {"error": {"message": "no"}})
-    client = EmbeddingsClient(fake_openai.base_url, "m", api_key="sk-secret")
+    mock_backend.routes[EMBEDDINGS] = (status, {"error": {"message": "no"}})
+    client = EmbeddingsClient(
+        mock_backend.base_url, "m", api_key="sk-secret", transport=mock_backend.transport
+    )
     try:
         with pytest.raises(EmbeddingsUnsupported):
             await client.embed(["hello"])
@@ -228,30 +232,35 @@ async def test_client_reads_404_405_501_as_no_embeddings(
         await client.aclose()
 
 
-async def test_client_errors_are_typed_and_keep_the_key_out(fake_openai: FakeOpenAI) -> None:
-    fake_openai.routes[EMBEDDINGS] = (500, {"error": {"message": "bad key sk-secret"}})
-    client = EmbeddingsClient(fake_openai.base_url, "m", api_key="sk-secret")
+async def test_client_errors_are_typed_and_keep_the_key_out(mock_backend: MockBackend) -> None:
+    mock_backend.routes[EMBEDDINGS] = (500, {"error": {"message": "bad key sk-secret"}})
+    client = EmbeddingsClient(
+        mock_backend.base_url, "m", api_key="sk-secret", transport=mock_backend.transport
+    )
     try:
         with pytest.raises(EmbeddingsRejected) as caught:
             await client.embed(["hello"])
         assert "sk-secret" not in str(caught.value)
-        fake_openai.routes[EMBEDDINGS] = (200, {"data": [{"embedding": "nope"}]})
+        mock_backend.routes[EMBEDDINGS] = (200, {"data": [{"embedding": "nope"}]})
         with pytest.raises(EmbeddingsError, match="malformed"):
             await client.embed(["hello"])
-        fake_openai.routes[EMBEDDINGS] = (200, {"data": [{"index": 0, "embedding": [1, 2]}]})
+        mock_backend.routes[EMBEDDINGS] = (200, {"data": [{"index": 0, "embedding": [1, 2]}]})
         assert await client.embed(["hello"]) == [[1.0, 2.0]]
         with pytest.raises(EmbeddingsError, match="malformed"):
             await client.embed(["two", "inputs"])  # one vector for two inputs
-        assert fake_openai.requests[-1].headers["authorization"] == "Bearer sk-secret"
-        assert fake_openai.requests[-1].body["model"] == "m"
+        assert mock_backend.requests[-1].headers["authorization"] == "Bearer sk-secret"
+        assert mock_backend.requests[-1].body["model"] == "m"
     finally:
         await client.aclose()
-    unreachable = EmbeddingsClient("http://127.0.0.1:9/v1", "m")
+    unreachable = EmbeddingsClient("http://127.0.0.1:9/v1", "m")  # a real closed port
     try:
         with pytest.raises(EmbeddingsError):
             await unreachable.embed(["hello"])
     finally:
         await unreachable.aclose()
+
+
+# -- the embedder and recall, against the loopback fake server ----------------------
 
 
 async def test_without_embeddings_newt_asks_once_and_recalls_by_words(
