@@ -90,7 +90,7 @@ async def run_print(
 
 async def go_incognito(session: ChatSession, err: TextIO) -> None:
     """`--incognito` (or a preset's `incognito = true`): nothing of this
-    conversation is written to disk (newt.agent.conversation.store). A resumed
+    conversation is written to disk (newt.store.conversation_store). A resumed
     one is deleted from the database before its turn, and stderr says so: the
     user should know what went."""
     if session.unsaved:

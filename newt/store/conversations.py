@@ -156,6 +156,13 @@ class ConversationRepo:
         )
         return [_conversation(r) for r in await cur.fetchall()]
 
+    async def set_incognito(self, conv_id: str, on: bool) -> None:
+        """Whether memory keeps this conversation out (its later turns are not indexed)."""
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE conversations SET incognito = ? WHERE id = ?", (int(on), conv_id)
+            )
+
     async def set_model(self, conv_id: str, model: str, base_url: str) -> None:
         async with self.db.transaction() as conn:
             await conn.execute(

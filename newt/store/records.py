@@ -152,6 +152,13 @@ class RecordRepo:
         async with self.db.transaction() as conn:
             await conn.execute("DELETE FROM memory_records WHERE key = ?", (key,))
 
+    async def newest(self, limit: int) -> list[MemoryRecord]:
+        """The newest records of every kind, newest first (what an empty search lists)."""
+        rows = await self.db.conn.execute_fetchall(
+            "SELECT * FROM memory_records ORDER BY said_at DESC, id DESC LIMIT ?", (limit,)
+        )
+        return [row_to_record(r) for r in rows]
+
     async def count(self) -> int:
         """How many memory records there are, of every kind (what `forget --all` takes)."""
         cur = await self.db.conn.execute("SELECT COUNT(*) FROM memory_records")

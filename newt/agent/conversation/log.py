@@ -13,10 +13,10 @@ from collections.abc import Collection
 from typing import Any, TypeVar
 
 from newt.agent import events as ev
-from newt.agent.conversation.store import ConversationStore
 from newt.agent.reply_stats import ReplyStats, TokenTally
 from newt.memory import MemoryProvider, recall_text
-from newt.store import Conversation, Store, StoredTurn, make_title
+from newt.store import Conversation, StoredTurn, make_title
+from newt.store.conversation_store import ConversationStore
 from newt.store.live_log import live_rows
 
 _RESIDENT_STATUSES = ("complete", "interrupted")
@@ -24,7 +24,7 @@ _T = TypeVar("_T")
 
 
 class ConversationLog:
-    def __init__(self, store: Store, *, model: str, base_url: str) -> None:
+    def __init__(self, store: ConversationStore, *, model: str, base_url: str) -> None:
         self.store = store
         self.model = model
         self.base_url = base_url
@@ -48,7 +48,7 @@ class ConversationLog:
         self.attachments: list[dict[str, Any]] = []
         self.incognito = False
         """The next conversation this log creates is kept out of memory and off
-        the disk (newt.agent.conversation.store)."""
+        the disk (newt.store.conversation_store)."""
 
     # -- which conversation ------------------------------------------------------
 
@@ -63,7 +63,7 @@ class ConversationLog:
         """Nothing of this conversation (or the next one) is written to disk."""
         if self.conversation is None:
             return self.incognito
-        return isinstance(self.store, ConversationStore) and self.store.in_memory
+        return self.store.in_memory
 
     def clear(self) -> None:
         self.conversation = None
@@ -75,8 +75,7 @@ class ConversationLog:
     async def load(self, conv: Conversation) -> list[StoredTurn]:
         """Switch to `conv`; returns its log for the provider to restore from."""
         self.clear()
-        if isinstance(self.store, ConversationStore):
-            await self.store.bind_for(conv)
+        await self.store.bind_for(conv)
         self.conversation = conv
         log = await self.store.turns.for_conversation(conv.id)
         pending = sum(1 for t in log if t.status == "pending")
@@ -97,11 +96,10 @@ class ConversationLog:
 
     async def ensure(self) -> Conversation:
         if self.conversation is None:
-            if isinstance(self.store, ConversationStore):
-                if self.incognito:  # nothing of it on disk: memory only
-                    await self.store.use_memory()
-                else:
-                    self.store.use_disk()
+            if self.incognito:  # nothing of it on disk: memory only
+                await self.store.use_memory()
+            else:
+                self.store.use_disk()
             self.conversation = await self.store.conversations.create(
                 model=self.model, base_url=self.base_url, incognito=self.incognito
             )

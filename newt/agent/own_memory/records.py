@@ -120,12 +120,7 @@ class MemoryRecords:
         """Every kind of record, ranked by the recall a turn uses (best first);
         an empty query lists the newest records."""
         if not query.strip():
-            rows = await self.store.db.conn.execute_fetchall(
-                "SELECT * FROM memory_records ORDER BY said_at DESC, id DESC LIMIT ?", (limit,)
-            )
-            from newt.store.records import row_to_record
-
-            return await self.hits([row_to_record(r) for r in rows])
+            return await self.hits(await self.store.records.newest(limit))
         found = await self.recall().recall(RecallRequest(query, limit=limit), count_hits=False)
         return await self.hits(found.memories)
 
@@ -221,16 +216,14 @@ class MemoryRecords:
 
     async def keep_out(self, conv: Conversation) -> tuple[ForgetReport, Forgotten]:
         """Make `conv` incognito and take what was indexed of it out of memory."""
-        async with self.store.db.transaction() as conn:
-            await conn.execute("UPDATE conversations SET incognito = 1 WHERE id = ?", (conv.id,))
+        await self.store.conversations.set_incognito(conv.id, True)
         conv.incognito = True
         done = await self.eraser.drop_index(conv.id)
         return _report(done), done
 
     async def let_in(self, conv: Conversation) -> None:
         """Memory may hold `conv` again from its next turn (earlier turns stay out)."""
-        async with self.store.db.transaction() as conn:
-            await conn.execute("UPDATE conversations SET incognito = 0 WHERE id = ?", (conv.id,))
+        await self.store.conversations.set_incognito(conv.id, False)
         conv.incognito = False
 
     async def correct(self, old: str, new: str | None) -> Forgotten:

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from newt.agent.conversation.log import ConversationLog
-from newt.agent.conversation.store import ConversationStore
 from newt.agent.errors import (
     AmbiguousConversation,
     ConversationNotFound,
@@ -67,6 +66,7 @@ from newt.memory.notes import NoteBook
 from newt.recall import RecallEngine, RetentionReport
 from newt.recall.service import RecallParts
 from newt.store import Conversation, MemoryRecord, Store
+from newt.store.conversation_store import ConversationStore
 
 
 class ChatSession:
@@ -210,7 +210,7 @@ class ChatSession:
         return self.forgetting.incognito
 
     @property
-    def unsaved(self) -> bool:  # nothing of it is on disk (newt.agent.conversation.store)
+    def unsaved(self) -> bool:  # nothing of it is on disk (newt.store.conversation_store)
         return self.forgetting.unsaved
 
     # ------------------------------------------- what no one part owns alone

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
 from newt.agent.conversation.log import ConversationLog
-from newt.agent.conversation.store import ConversationStore
 from newt.agent.errors import SessionError, resolve_conversation
 from newt.agent.own_memory.owned_notes import OwnedNotes
 from newt.agent.session.background_summary import BackgroundSummary
@@ -30,6 +29,7 @@ from newt.agent.tools.mcp import McpTools
 from newt.memory.restore import conversation_turns_from_log
 from newt.recall import RetentionReport
 from newt.store import Conversation
+from newt.store.conversation_store import ConversationStore
 from newt.store.live_log import live_rows
 from newt.store.writer_lock import conversation_writer
 

@@ -46,7 +46,7 @@ class Forgetting:
         return self.log.unsaved
 
     async def set_incognito(self, on: bool) -> ForgetReport | None:
-        """On: this conversation leaves the disk (newt.agent.conversation.store):
+        """On: this conversation leaves the disk (newt.store.conversation_store):
         it goes on in memory, and what was stored of it is deleted as `newt
         delete` deletes (the report says what went). Off: an incognito
         conversation stays unsaved and a new one, which memory holds, starts

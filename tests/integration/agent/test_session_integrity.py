@@ -20,6 +20,7 @@ from newt.agent.conversation.log import ConversationLog
 from newt.agent.session.chat_session import ChatSession
 from newt.memory import record_summary
 from newt.store import Store
+from newt.store.conversation_store import ConversationStore
 from tests.support.fake_openai import FakeOpenAI, Reply
 from tests.support.session_helpers import done_of, make_config, run_turn
 
@@ -209,7 +210,7 @@ async def test_resident_keys_never_keep_an_old_record(tmp_path: Path) -> None:
     from newt.memory import TokenBudget
 
     async with await Store.open(tmp_path / "k.db") as store:
-        log = ConversationLog(store, model="m", base_url="u")
+        log = ConversationLog(ConversationStore(store), model="m", base_url="u")
         provider = TokenBudget(1000, 0.5)
         ids = []
         for i in range(6):
@@ -237,7 +238,7 @@ async def test_resident_keys_never_keep_an_old_record(tmp_path: Path) -> None:
         # a reopen computes the same keys from the log
         conv = log.conversation
         assert conv is not None
-        reopened = ConversationLog(store, model="m", base_url="u")
+        reopened = ConversationLog(ConversationStore(store), model="m", base_url="u")
         reopened.track_resident(await reopened.load(conv), provider.resident_turns())
         assert reopened.resident_keys() == keys
 

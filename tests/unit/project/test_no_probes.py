@@ -56,3 +56,50 @@ def test_the_check_sees_a_probe_and_lets_dispatch_pass() -> None:
         "sample.py:1: getattr(..., 'start_background_work')",
         "sample.py:2: hasattr(..., 'probed')",
     ]
+
+
+def _protocols_and_classes() -> tuple[set[str], dict[str, list[str]]]:
+    import ast
+
+    protocols: set[str] = set()
+    defined: dict[str, list[str]] = {}
+    for path in sorted(NEWT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                defined.setdefault(node.name, []).append(path.relative_to(REPO).as_posix())
+                bases = {b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases}
+                if bases & {"Protocol", "typing.Protocol"}:
+                    protocols.add(node.name)
+    return protocols, defined
+
+
+def test_no_isinstance_asks_whether_an_object_fits_a_protocol() -> None:
+    """What an object can do is declared (a method, a flag, a typed parameter), never
+    asked of its type at run time: no runtime_checkable Protocol, no isinstance on one."""
+    import ast
+
+    protocols, _ = _protocols_and_classes()
+    found = []
+    for path in sorted(NEWT.rglob("*.py")):
+        where = path.relative_to(REPO).as_posix()
+        text = path.read_text(encoding="utf-8")
+        if "runtime_checkable" in text:
+            found.append(f"{where}: runtime_checkable")
+        for node in ast.walk(ast.parse(text)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in {"isinstance", "issubclass"}
+                and len(node.args) == 2
+            ):
+                named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                if named & protocols:
+                    found.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)
+
+
+def test_no_class_name_is_defined_twice() -> None:
+    """One name per thing: a class name means one class in newt/."""
+    _, defined = _protocols_and_classes()
+    twice = {name: where for name, where in defined.items() if len(where) > 1}
+    assert not twice, twice

@@ -28,9 +28,6 @@ ALLOWED = {
     "newt/importing/sqlite_apps.py": "reads Elia's, oterm's and llm's databases",
     "newt/importing/sources.py": "tells those databases apart by their tables",
     "newt/importing/writer.py": "writes an imported conversation's rows in one transaction",
-    # the session's parts, being restructured now: their SQL moves into newt/store/
-    "newt/agent/own_memory/records.py": "the newest records; the incognito flag (to move)",
-    "newt/agent/session/conversation_store.py": "the in-memory copy for incognito (to move)",
 }
 
 

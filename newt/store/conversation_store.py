@@ -3,7 +3,7 @@
 An incognito conversation leaves nothing on disk: its row, its
 turns, its settings and its compaction records live in an in-memory SQLite
 database of the same schema, which goes when the session closes. The parts
-that write the conversation (the log, the lifecycle, the edits, the
+that write the conversation (the log, Conversations, the edits, the
 settings) hold one `ConversationStore`, a `Store` whose conversation
 repositories point at the database or at that memory, whichever holds the
 open conversation; notes and the model facts newt measured stay on the
