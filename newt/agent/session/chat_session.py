@@ -1,28 +1,28 @@
 """A chat session: one backend, one memory provider, one conversation at a time.
 
-Usable without any UI: the TUI and print mode both drive it. It is composed of
-parts, built in this order, each handed what it needs, and its callers use the
-parts themselves (the UI through one Protocol per part, newt.ui.session_api):
+Usable without any UI: the TUI and print mode both drive it. It is where the
+parts are made, in this order, each handed only what it uses (the graph is in
+docs/design.md section 2, held by tests/unit/project/test_part_graph.py), and
+its callers use the parts themselves (the UI through one Protocol per part,
+newt.ui.session_api):
 
+- `gate` (TurnGate): the one lock everything that changes the conversation passes;
 - `link` (ModelLink): the model: client, capabilities, provider, recall;
-- `lifecycle` (Conversations): new, resume, list, rename, export, summaries;
 - `settings_controls` (SettingsControls): the settings, presets, model list;
+- `conversations` (Conversations): new, resume, list, rename, export, summaries;
 - `edits` (Edits): history, fork, the last prompt, attachments;
 - `memory_records` (MemoryRecords): search and matching of what memory holds;
-- `commands` (MemoryCommands): /note and /compact;
+- `memory_commands` (MemoryCommands): /note and /compact;
 - `forgetting` (Forgetting): forget, delete, incognito;
 - `mcp_controls` (McpControls): the MCP tools' approval and switches;
 - `background` (BackgroundProbe): the probe after a quick open;
 - `turns` (Turns): send, regenerate, edit, the /recall preview.
 
 The session itself keeps what no one part owns: opening and closing, the
-model switch (which waits for the old model's probe), the memory status (the
-provider's, the notes', the tools') and what the header reads.
-
-Everything that changes the conversation (send, compact, new, resume, model,
-note, applying a background summary) runs under one lock, so no two of them
-interleave: a summary can never land in another conversation's log, and a
-/compact can never fold turns under a reply's pre-send guard.
+model switch (which waits for the old model's probe), a preset (it may switch
+the model and turn incognito on), an import, what print mode leaves on exit,
+the memory status (the provider's, the notes', the tools') and what the header
+reads.
 """
 
 from __future__ import annotations

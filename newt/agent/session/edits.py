@@ -1,7 +1,7 @@
 """Regenerate, edit and fork: the session's operations that rewrite the conversation.
 
 Regenerate and edit run an ordinary turn (Turns.send with
-`replace_last=True`) under the session lock and the conversation's writer
+`replace_last=True`) under the session gate and the conversation's writer
 lock. Before it, the provider is restored from the log *without* the last turn
 (the same restore a reopened conversation gets), so the request carries
 exactly what a fresh session would; the store marks the old turn replaced in

@@ -1,7 +1,7 @@
 """Forgetting, deleting and keeping out, as the session runs them (ChatSession owns one).
 
 `MemoryRecords` (newt.agent.own_memory.records) does the work on the store and the
-recall engine; this runs each change under the session lock, a summary in
+recall engine; this runs each change under the session gate, a summary in
 flight stopped first (it may quote what goes), and then reloads what the
 session holds (the notes, and the conversation's working set if the change
 touched it), so no later request carries what went. A deleted conversation

@@ -5,7 +5,7 @@ A note replaced or removed (by /note or the model's save_note) rewrites the
 log without its old words (newt.agent.own_memory.owned_notes), so the working set is
 rebuilt from the log after it: `after_correction`, which the session's turn
 also runs. A /compact folds everything but the newest turn into the record and
-waits for its summary, under the session lock and the conversation's writer lock.
+waits for its summary, under the session gate and the conversation's writer lock.
 """
 
 from __future__ import annotations

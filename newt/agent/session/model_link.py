@@ -102,7 +102,7 @@ class ModelLink:
 
     async def switch(self, model: str) -> None:
         """Talk to `model` from now on: a new client, capabilities, recall and
-        provider (the caller holds the session lock and restores the history)."""
+        provider (the caller holds the session gate and restores the history)."""
         self.model = self.config.backend.model = model
         self.base_url = self.config.backend.base_url  # a warm local model has a port of its own
         await self.client.aclose()

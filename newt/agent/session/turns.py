@@ -2,7 +2,7 @@
 and turn_context forward here).
 
 A turn waits for a background probe still in flight (it is budgeted for what
-the backend said) and for an overdue summary, then takes the session lock and
+the backend said) and for an overdue summary, then passes the session gate and
 the conversation's writer lock (another newt writing to it is waited for, and
 said so). Inside them: a summary in flight gives way, a log another process
 changed is reloaded, the replaced turn of a regenerate or edit leaves the
