@@ -24,7 +24,7 @@ from newt.text import strip_terminal_escapes
 
 
 class ConversationView(Protocol):
-    """A saved conversation as lists and headers show it."""
+    """A saved conversation as lists and headers show it (a fork names its parent)."""
 
     @property
     def id(self) -> str: ...
@@ -36,6 +36,10 @@ class ConversationView(Protocol):
     def updated_at(self) -> float: ...
     @property
     def turn_count(self) -> int: ...
+    @property
+    def parent_id(self) -> str | None: ...
+    @property
+    def parent_title(self) -> str | None: ...
 
 
 class RecordView(Protocol):

@@ -23,10 +23,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from newt.agent.display import ConversationView as Conversation
 from newt.ui.errors import describe
 from newt.ui.format import ago, one_line
 from newt.ui.screens.confirm import AskScreen, ConfirmScreen
-from newt.ui.session_api import ListedConversation as Conversation
 
 Search = Callable[[str], Awaitable[Sequence[Conversation]]]
 Rename = Callable[[str, str], Awaitable[str]]
