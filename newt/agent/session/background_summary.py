@@ -4,7 +4,7 @@ A turn that compacts folds the oldest turns at once with the owed record
 (the user's words from them; stored right after the turn), so the user gets
 the prompt back without waiting for the model to write a summary. This task
 then asks for the summary without holding the conversation, and applies and
-stores it under the session's lock, between turns. A turn that starts while
+stores it behind the session's gate, between turns. A turn that starts while
 one fold is owed makes it give way (`preempt`); once more than one is owed the
 turn lets it land first (`settle`), so a steady conversation cannot keep a
 summary from ever being written. One task per session: two summaries never

@@ -117,7 +117,7 @@ class Conversations:
                 await self.store.conversations.set_model(conv.id, model, self.link.base_url)
                 await self.load(conv)
 
-    # -- under the lock ----------------------------------------------------
+    # -- behind the gate ---------------------------------------------------
 
     def fresh(self) -> None:
         """Leave the conversation for a new one (nothing of it stays in the working set)."""
