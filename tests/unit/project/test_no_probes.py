@@ -12,6 +12,8 @@ not a probe, and is allowed.
 
 from __future__ import annotations
 
+from functools import cache
+
 from tests.support.paths import REPO
 from tests.support.probes import probes
 
@@ -58,6 +60,7 @@ def test_the_check_sees_a_probe_and_lets_dispatch_pass() -> None:
     ]
 
 
+@cache
 def _protocols_and_classes() -> tuple[set[str], dict[str, list[str]]]:
     import ast
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import cache
 from pathlib import Path
 
 from tests.support.paths import REPO
@@ -35,6 +36,7 @@ def drawn_graph() -> dict[str, set[str]]:
     return graph
 
 
+@cache
 def classes() -> dict[str, tuple[Path, ast.ClassDef]]:
     found: dict[str, tuple[Path, ast.ClassDef]] = {}
     for path in sorted(NEWT.rglob("*.py")):
