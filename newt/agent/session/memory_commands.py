@@ -3,8 +3,8 @@
 
 A note replaced or removed (by /note or the model's save_note) rewrites the
 log without its old words (newt.agent.own_memory.owned_notes), so the working set is
-rebuilt from the log after it: `after_correction`, which the session's turn
-also runs. A /compact folds everything but the newest turn into the record and
+rebuilt from the log after it (Conversations.after_correction, which the
+session's turn also runs). A /compact folds everything but the newest turn into the record and
 waits for its summary, under the session gate and the conversation's writer lock.
 """
 
@@ -39,13 +39,9 @@ class MemoryCommands:
             raise SessionError("incognito saves nothing, notes neither: /incognito off first")
         async with self.gate:
             answer = await run_note_command(self.notes, self.owned_notes, arg)
-            await self.after_correction()
+            await self.conversations.after_correction(self.owned_notes)
             self.link.recall_parts.stored()
             return answer
-
-    async def after_correction(self) -> None:
-        """A note was replaced or removed: the working set is rebuilt (under the gate)."""
-        await self.conversations.after_correction(self.owned_notes)
 
     async def compact(self, focus: str | None = None) -> ev.Compacted | None:
         """`/compact [focus]`: fold everything but the newest turn into the record

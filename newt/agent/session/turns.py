@@ -1,5 +1,5 @@
-"""How the session runs a turn (ChatSession owns one; its send, recall_preview
-and turn_context forward here).
+"""How the session runs a turn (ChatSession owns one; callers use it as
+`session.turns`).
 
 A turn waits for a background probe still in flight (it is budgeted for what
 the backend said) and for an overdue summary, then passes the session gate and
@@ -7,7 +7,8 @@ the conversation's writer lock (another newt writing to it is waited for, and
 said so). Inside them: a summary in flight gives way, a log another process
 changed is reloaded, the replaced turn of a regenerate or edit leaves the
 working set (newt.agent.session.edits), and newt.agent.turn.runner runs the turn
-on a TurnContext built here: everything the turn touches and nothing else.
+on the TurnContext that TurnRequests builds: everything the turn touches and
+nothing else.
 After it: the evidence it carried is kept for /memory, a replacement that was
 not stored is undone, a note the model corrected rebuilds the working set, and
 the summary owed and the embedding of the new turn start.
@@ -26,8 +27,7 @@ from newt.agent.session.edits import Edits
 from newt.agent.session.model_link import ModelLink
 from newt.agent.session.turn_gate import TurnGate
 from newt.agent.session.turn_requests import TurnRequests
-from newt.agent.turn.image_parts import TurnAttachments
-from newt.agent.turn.runner import TurnContext, TurnRunner
+from newt.agent.turn.runner import TurnRunner
 from newt.recall import RetentionReport
 
 
@@ -47,9 +47,6 @@ class Turns:
         self.edits = edits
         self.requests = requests
         self.link = link
-
-    def turn_context(self, attachments: TurnAttachments | None = None) -> TurnContext:
-        return self.requests.context(attachments)
 
     async def send(
         self, text: str, *, replace_last: bool = False
@@ -75,7 +72,7 @@ class Turns:
                 if await log.changed_elsewhere() and conv is not None:
                     await self.conversations.load(conv)  # build on what the other one wrote
                 text, attached = await self.edits.before_turn(text, replace_last)
-                runner = TurnRunner(self.turn_context(attached), text)
+                runner = TurnRunner(self.requests.context(attached), text)
                 try:
                     async with aclosing(runner.run()) as events:
                         async for event in events:
@@ -110,4 +107,4 @@ class Turns:
         if not text.strip():
             raise SessionError("give the text to look up: /recall TEXT")
         async with self.gate:
-            return await TurnRunner(self.turn_context(), text).preview_evidence()
+            return await TurnRunner(self.requests.context(), text).preview_evidence()
