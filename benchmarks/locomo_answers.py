@@ -18,6 +18,9 @@ puts it there) on the real llama-server at temperature 0, three ways:
   bm25       FTS5 bm25 over the exchanges in the evidence budget newt had,
              then the question (no recent turns)
   no memory  the newest exchanges that fit the window, then the question
+  evidence alone
+             only the question's gold evidence turns, then the question:
+             the model's own ceiling on these questions
 
 Scored as LoCoMo scores answers: F1 of the normalised tokens of the reply
 against the gold answer (lower case, no punctuation, no articles), and
@@ -76,6 +79,7 @@ from tests.support.fake_openai import FakeOpenAI  # noqa: E402
 from tests.support.llama_server import obtain_chat_model, obtain_llama_server  # noqa: E402
 
 REPLY_TOKENS = 96
+LINES = ("newt", "bm25", "no memory", "evidence alone")
 BASELINE_SYSTEM = (
     "You answer questions about a conversation between two people, using the"
     " excerpts given. Answer briefly."
@@ -202,8 +206,11 @@ async def run(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
                 recent = list(reversed(no_memory(dialogue, args.window - 200, question)))
                 plain = await ask_plain(client, server.base_url, recent, question.text)
                 clock.append(time.perf_counter())
+                gold_turns = [dialogue.texts[e] for e in question.evidence]
+                alone = await ask_plain(client, server.base_url, gold_turns, question.text)
+                clock.append(time.perf_counter())
                 seconds = clock[-1] - clock[0]
-                replies = {"newt": reply, "bm25": bm25, "no memory": plain}
+                replies = {"newt": reply, "bm25": bm25, "no memory": plain, LINES[-1]: alone}
                 rows.append(
                     {
                         "conversation": dialogue.name,
@@ -239,7 +246,7 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
         + " | all: F1 / holds gold |",
         "|---|" + "---|" * (len(names) + 1),
     ]
-    for line in ("newt", "bm25", "no memory"):
+    for line in LINES:
         cells = []
         for cat in [*CATEGORIES, None]:
             mine = [r for r in rows if cat is None or r["category"] == cat]
@@ -252,7 +259,7 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(f"| {line} | " + " | ".join(cells) + " |")
     secs = {
         line: statistics.mean(r["line_seconds"][line] for r in rows) if rows else 0.0
-        for line in ("newt", "bm25", "no memory")
+        for line in LINES
     }
     each = ", ".join(f"{line} {v:.0f} s" for line, v in secs.items())
     lines += ["", f"{len(rows)} questions; seconds a question: {each}"]
