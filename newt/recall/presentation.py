@@ -12,7 +12,10 @@ brackets (recall/time_anchor.py), under a header that says where the lines
 come from and, when every recalled message is older than the conversation
 the request carries, that the messages above are newer. So when two
 statements of the same thing disagree, the newest is the last one read and
-sits under the latest day, whatever model reads it.
+sits under the latest day, whatever model reads it. The lines sit between
+<recalled> and </recalled>, so the user's message after them is not read as
+one more recalled line (small models answered the last line recalled, or a
+line beside the question, instead of the question).
 
 Bookkeeping is said once, in the header, and never beside a capsule: a line
 cut short ends in "…", and the header says (when the model is offered
@@ -53,6 +56,9 @@ NEWER_ABOVE = "; the messages above are newer than all of these"
 # Said once, when a line is cut short and the model can fetch it whole.
 CUT_NOTE = " (a line ending in … is cut short: fetch_record with its first words gives it whole)"
 CUT_MARK = "…"
+# The lines sit between these, the header above them, the message after them.
+OPEN_LINES = "<recalled>"
+CLOSE_LINES = "</recalled>"
 # The shortest excerpt worth a line: the packing stops below it.
 MIN_EXCERPT_CHARS = 16
 
@@ -123,7 +129,7 @@ def evidence_block(report: RetentionReport | None, packing: Packing | None = Non
     since = packing.history_since
     older = since is not None and all(c.said_at < since for c in said)
     cut = packing.fetchable and any(not c.whole for c in shown)
-    lines = [_header(now, _source(shown, packing.conversation_id), older, cut)]
+    lines = [_header(now, _source(shown, packing.conversation_id), older, cut), OPEN_LINES]
     day = None
     for capsule in shown:
         said_on = when(capsule.said_at, now)
@@ -131,6 +137,7 @@ def evidence_block(report: RetentionReport | None, packing: Packing | None = Non
             day = said_on
             lines.append(_day_line(said_on))
         lines.append(_line(capsule))
+    lines.append(CLOSE_LINES)
     return "\n".join(lines) + "\n\n"
 
 
@@ -216,7 +223,8 @@ def pack_block(
     )
     offered = {c.id: c for c in candidates}
     longest = max((FROM_HERE, FROM_OTHERS, FROM_BOTH), key=len)
-    used = count(_header(now, longest, True, packing.fetchable) + "\n\n")
+    frame = f"\n{OPEN_LINES}\n{CLOSE_LINES}\n\n"
+    used = count(_header(now, longest, True, packing.fetchable) + frame)
     # no line is cheaper than this: below it, packing is over
     least = count(_line(EvidenceCapsule("", "", "x" * MIN_EXCERPT_CHARS, 0, 0.0, role="user")))
     days: set[str] = set()

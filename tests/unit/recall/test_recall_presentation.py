@@ -115,8 +115,16 @@ def test_when_says_the_day_as_a_person_would() -> None:
 def test_each_capsule_says_who_said_it_in_a_word(role: str, kind: str, who: str) -> None:
     capsule = EvidenceCapsule("k1", "k1", "  likes green tea \n", 3, 0.5, 1.0, role, MONDAY, kind)
     block = evidence_block(RetentionReport(100, 3, [capsule]), Packing(now=NOW))
+    assert _inside(block) == ["Said on Monday 8 May 2023:", f"- {who}: likes green tea"]
+
+
+def _inside(block: str) -> list[str]:
+    """The block's lines between its fences, checking that it has them: the
+    message after the block is not read as one more recalled line."""
     lines = block.rstrip("\n").splitlines()
-    assert lines[1:] == ["Said on Monday 8 May 2023:", f"- {who}: likes green tea"]
+    assert lines[1] == "<recalled>" and lines[-1] == "</recalled>"
+    assert block.endswith("</recalled>\n\n")
+    return lines[2:-1]
 
 
 def test_evidence_block_text() -> None:
@@ -126,7 +134,10 @@ def test_evidence_block_text() -> None:
         [_capsule("r2", NOW - DAY, "assistant", score=3.0), _capsule("t2", NOW - DAY, score=1.0)],
     )
     assert evidence_block(report, Packing(now=NOW)) == (
-        _header(NOW) + "\nSaid yesterday:" + "\n- user: excerpt t2" + "\n- you: excerpt r2\n\n"
+        _header(NOW)
+        + "\n<recalled>\nSaid yesterday:"
+        + "\n- user: excerpt t2"
+        + "\n- you: excerpt r2\n</recalled>\n\n"
     )
     assert "today is Thursday 18 May 2023" in _header(NOW)
     assert evidence_block(None, Packing(now=NOW)) == ""
@@ -182,8 +193,7 @@ def test_one_line_for_each_day_oldest_first() -> None:
             _capsule("r2", MONDAY, "assistant", score=1.0),
         ],
     )
-    lines = evidence_block(report, Packing(now=NOW)).rstrip("\n").splitlines()
-    assert lines[1:] == [
+    assert _inside(evidence_block(report, Packing(now=NOW))) == [
         "Said on Monday 8 May 2023:",
         "- user: excerpt t2",
         "- you: excerpt r2",
@@ -296,7 +306,7 @@ def test_packing_goes_by_score_and_the_block_by_time() -> None:
     report = retain_within_budget(candidates, 1000)
     assert [c.id for c in report.capsules] == ["t2", "t1"]  # best match packed first
     block = evidence_block(report, Packing(now=NOW))
-    assert block.rstrip("\n").splitlines()[1:] == [
+    assert _inside(block) == [
         "Said on Monday 8 May 2023:",
         "- user: an old remark",
         "Said on Tuesday 9 May 2023:",
@@ -320,9 +330,11 @@ async def test_recall_shows_each_message_with_its_day_and_speaker(store: Store) 
     block = evidence_block(report, Packing(now=NOW))
     lines = block.rstrip("\n").splitlines()
     assert lines[0] == _header(NOW)
-    assert lines[1] == "Said on Monday 8 May 2023:"
-    assert lines[2] == f"- user: Please remember: {FACT}."
-    assert lines[3] == "- you: I will remember that."
+    assert lines[2:5] == _inside(block)[:3] == [
+        "Said on Monday 8 May 2023:",
+        f"- user: Please remember: {FACT}.",
+        "- you: I will remember that.",
+    ]
     yesterday = lines.index("Said yesterday:")
     assert "- you: Maybe a walk by the harbor." in lines[yesterday:]
     keys = [c.retrieval_key for c in chronological(report.capsules)]
