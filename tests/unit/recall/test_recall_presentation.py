@@ -330,11 +330,15 @@ async def test_recall_shows_each_message_with_its_day_and_speaker(store: Store) 
     block = evidence_block(report, Packing(now=NOW))
     lines = block.rstrip("\n").splitlines()
     assert lines[0] == _header(NOW)
-    assert lines[2:5] == _inside(block)[:3] == [
-        "Said on Monday 8 May 2023:",
-        f"- user: Please remember: {FACT}.",
-        "- you: I will remember that.",
-    ]
+    assert (
+        lines[2:5]
+        == _inside(block)[:3]
+        == [
+            "Said on Monday 8 May 2023:",
+            f"- user: Please remember: {FACT}.",
+            "- you: I will remember that.",
+        ]
+    )
     yesterday = lines.index("Said yesterday:")
     assert "- you: Maybe a walk by the harbor." in lines[yesterday:]
     keys = [c.retrieval_key for c in chronological(report.capsules)]
