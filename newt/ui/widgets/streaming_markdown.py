@@ -112,12 +112,13 @@ class StreamingMarkdown(Vertical):
             await self._task
 
     def _width(self) -> int:
-        if self.content_size.width > 0:
-            return self.content_size.width
-        # Just mounted, not laid out yet: as wide as the message holding it.
-        parent = self.parent
-        width = parent.content_size.width if isinstance(parent, Widget) else 0
-        return max(1, width)
+        # Just mounted, not laid out yet (nor, under load, the message holding
+        # it): as wide as the nearest ancestor that is. Width 1 drew a frame of
+        # the reply one letter a line, pushing the conversation off screen.
+        for node in (self, *self.ancestors):
+            if isinstance(node, Widget) and node.content_size.width > 0:
+                return node.content_size.width
+        return max(1, self.app.size.width)
 
     def _scrolled_away(self) -> bool:
         for node in self.ancestors:

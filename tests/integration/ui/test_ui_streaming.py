@@ -273,6 +273,25 @@ async def test_resize_renders_the_reply_again_at_the_new_width(
         assert _picture(_reply_lines(stream)) != before
 
 
+async def test_a_reply_mounted_before_layout_renders_at_the_log_width() -> None:
+    """Under load the first render pass can run before the message holding
+    the stream is laid out: it renders at the log's width, not one letter a line."""
+
+    class Log(App[None]):
+        def compose(self) -> Any:
+            yield VerticalScroll(id="log")
+
+    app = Log()
+    async with app.run_test(size=(WIDTH, 20)):
+        log = app.query_one("#log", VerticalScroll)
+        stream = StreamingMarkdown()
+        holder = VerticalScroll(stream)
+        await log.mount(holder)
+        assert holder.content_size.width == 0  # neither is laid out yet
+        assert stream._width() == log.content_size.width == WIDTH
+        await stream.finish()
+
+
 async def test_kept_lines_cost_the_garbage_collector_nothing(
     home: Path, fake_openai: FakeOpenAI
 ) -> None:
