@@ -15,7 +15,9 @@ statements of the same thing disagree, the newest is the last one read and
 sits under the latest day, whatever model reads it. The lines sit between
 <recalled> and </recalled>, so the user's message after them is not read as
 one more recalled line (small models answered the last line recalled, or a
-line beside the question, instead of the question).
+line beside the question, instead of the question); a recalled line that
+holds those tags has them turned into look-alikes, so no line ends the
+fence early.
 
 Bookkeeping is said once, in the header, and never beside a capsule: a line
 cut short ends in "…", and the header says (when the model is offered
@@ -25,6 +27,7 @@ keys beside the evidence were copied into replies by small models.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -59,6 +62,9 @@ CUT_MARK = "…"
 # The lines sit between these, the header above them, the message after them.
 OPEN_LINES = "<recalled>"
 CLOSE_LINES = "</recalled>"
+# A tag of the fence inside a recalled line, and what it is shown as there.
+_FENCE_TAG = re.compile(r"<(/?)(recalled)>", re.IGNORECASE)
+_LOOK_ALIKE = "\u2039\\1\\2\u203a"
 # The shortest excerpt worth a line: the packing stops below it.
 MIN_EXCERPT_CHARS = 16
 
@@ -160,7 +166,7 @@ def _day_line(said_on: str) -> str:
 
 
 def _line(capsule: EvidenceCapsule) -> str:
-    text = capsule.excerpt.strip()
+    text = _FENCE_TAG.sub(_LOOK_ALIKE, capsule.excerpt.strip())
     if capsule.role:  # a message: its "yesterday" is the day before it was said
         text = anchor_times(text, capsule.said_at)
     if not capsule.whole and not text.endswith(CUT_MARK):
