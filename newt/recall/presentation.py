@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -203,8 +204,9 @@ def pack_block(
     fits (its line, its day's line when that day is new, the header at its
     longest): one that does not fit is skipped, so a shorter one after it
     may. A candidate whose newer statement (`newer`) is offered goes only
-    with it, and with that one's, and so on: all, or none. The block's own
-    count never exceeds the budget (`retained_tokens` is it)."""
+    with it, and with that one's, and so on: all, or none. A line the block
+    already holds is not shown again, but said when its newest copy was.
+    The block's own count never exceeds the budget (`retained_tokens` is it)."""
     packing = packing or Packing()
     now = time.time() if packing.now is None else packing.now
     budget = max(budget_tokens, 0)
@@ -233,9 +235,10 @@ def pack_block(
     used = count(_header(now, longest, True, packing.fetchable) + frame)
     # no line is cheaper than this: below it, packing is over
     least = count(_line(EvidenceCapsule("", "", "x" * MIN_EXCERPT_CHARS, 0, 0.0, role="user")))
-    days: set[str] = set()
+    days: Counter[str] = Counter()  # kept capsules a day
     kept: list[EvidenceCapsule] = []
     taken: set[str] = set()
+    shown: dict[str, EvidenceCapsule] = {}  # kept capsules by their line
     for i in order:
         if budget - used < least:
             break
@@ -246,25 +249,53 @@ def pack_block(
         built = [capsule_of(c) for c in group]
         if built[0] is None:
             continue  # nothing to show of it
-        capsules = [c for c in built if c is not None]
-        cost, group_days = 0, set(days)
-        for capsule in capsules:
-            cost += capsule.tokens
-            said_on = when(capsule.said_at, now)
-            if said_on not in group_days:
-                cost += count(_day_line(said_on) + "\n")
-                group_days.add(said_on)
+        capsules, replaced = _unshown(built, shown)
+        if not capsules:
+            taken.update(c.id for c in group)
+            continue
+        after = days.copy()
+        after.subtract(when(c.said_at, now) for c in replaced)
+        after.update(when(c.said_at, now) for c in capsules)
+        cost = sum(c.tokens for c in capsules) - sum(c.tokens for c in replaced)
+        cost += sum(count(_day_line(d) + "\n") for d in after if after[d] > 0 >= days[d])
+        cost -= sum(count(_day_line(d) + "\n") for d in days if days[d] > 0 >= after[d])
         if used + cost > budget:
             continue
         used += cost
-        days = group_days
-        kept += capsules
+        days = after
+        kept = [c for c in kept if all(c is not r for r in replaced)] + capsules
+        shown.update((_line(c), c) for c in capsules)
         taken.update(c.id for c in group)
     report = RetentionReport(budget, 0, kept, len(candidates), len(candidates) - len(kept))
     text = evidence_block(report, Packing(count, packing.fetchable, now, packing.history_since,
                                           packing.conversation_id))  # fmt: skip
     report.retained_tokens = count(text) if text else 0
     return report, text
+
+
+def _unshown(
+    built: Sequence[EvidenceCapsule | None], shown: dict[str, EvidenceCapsule]
+) -> tuple[list[EvidenceCapsule], list[EvidenceCapsule]]:
+    """Of a group's capsules, those whose line the block does not hold yet,
+    and the kept capsules they replace. A line the block holds says nothing
+    new (a draft pasted twice, a reply repeated word for word), so it is
+    shown once, said when its newest copy was: the newest statement stays
+    the last one read."""
+    fresh: dict[str, EvidenceCapsule] = {}
+    for capsule in built:
+        if capsule is not None:
+            line = _line(capsule)
+            if line not in fresh or fresh[line].said_at <= capsule.said_at:
+                fresh[line] = capsule
+    adding, replaced = [], []
+    for line, capsule in fresh.items():
+        twin = shown.get(line)
+        if twin is None:
+            adding.append(capsule)
+        elif twin.said_at < capsule.said_at:
+            adding.append(capsule)
+            replaced.append(twin)
+    return adding, replaced
 
 
 def _finite(value: float) -> float:

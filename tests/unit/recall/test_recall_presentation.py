@@ -243,7 +243,7 @@ def test_the_block_as_rendered_fits_its_budget_lowest_score_out_first() -> None:
 
 
 def test_the_block_is_counted_in_the_units_the_request_is_counted_in() -> None:
-    candidates = [_cand(f"t{i}", MONDAY, float(10 - i), "word " * 20) for i in range(8)]
+    candidates = [_cand(f"t{i}", MONDAY, float(10 - i), f"word{i} " * 20) for i in range(8)]
 
     def dear(text: str) -> int:  # a model whose tokens are two characters
         return -(-len(text) // 2)
@@ -405,3 +405,24 @@ async def test_a_cut_line_is_fetched_whole_by_its_first_words(store: Store) -> N
     assert record is not None and record.content == long
     assert await engine.fetch("words nobody ever said") is None
     assert (await engine.fetch("t1")) == record  # a key still works
+
+
+def test_a_line_the_block_holds_is_not_shown_again_and_its_room_goes_to_another() -> None:
+    draft = "Spring at the allotments came late this year. " * 3
+    pasted = [_cand(f"t{i}", MONDAY + i * DAY, float(9 - i), draft) for i in (1, 2, 3)]
+    other = _cand("t7", MONDAY, 1.0, "my sister lives in Bergen")
+    _, one = pack_block([pasted[0], other], 10_000, Packing(now=NOW, history_since=NOW))
+    fitted, text = pack_block([*pasted, other], est_tokens(one) + 8, Packing(now=NOW))
+    assert text.count("Spring at the allotments") == 3  # once: three sentences
+    assert [c.id for c in fitted.capsules] == ["t3", "t7"]  # shown when last said
+    assert "my sister lives in Bergen" in text and est_tokens(text) <= est_tokens(one) + 8
+
+
+def test_a_repeated_statement_is_shown_when_last_said_so_the_newest_still_reads_last() -> None:
+    first = _cand("t1", MONDAY, 9.0, "I live in Oslo")
+    moved = _cand("t2", MONDAY + DAY, 5.0, "I live in Bergen", newer="t3")
+    back = _cand("t3", MONDAY + 2 * DAY, 1.0, "I live in Oslo")
+    fitted, text = pack_block([first, moved, back], 10_000, Packing(now=NOW))
+    assert sorted(c.id for c in fitted.capsules) == ["t2", "t3"]
+    assert text.count("I live in Oslo") == 1
+    assert text.index("I live in Bergen") < text.index("I live in Oslo")
