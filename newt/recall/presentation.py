@@ -180,11 +180,14 @@ def _capsule(
     excerpt_tokens: int,
     terms: frozenset[str],
     count: Callable[[str], int],
-) -> EvidenceCapsule | None:
+) -> tuple[EvidenceCapsule, str] | None:
+    """The candidate's capsule and its line, counted as the request counts it."""
     capsule = to_capsule(candidate, excerpt_tokens, terms)
-    if capsule is not None:
-        capsule.tokens = count(_line(capsule) + "\n")  # its line, as the request counts it
-    return capsule
+    if capsule is None:
+        return None
+    line = _line(capsule)
+    capsule.tokens = count(line + "\n")
+    return capsule, line
 
 
 def pack_block(
@@ -212,9 +215,9 @@ def pack_block(
     budget = max(budget_tokens, 0)
     count = packing.count
     terms = frozenset(query_terms(query)) if query else frozenset()
-    made: dict[str, EvidenceCapsule | None] = {}
+    made: dict[str, tuple[EvidenceCapsule, str] | None] = {}
 
-    def capsule_of(candidate: RetentionCandidate) -> EvidenceCapsule | None:
+    def capsule_of(candidate: RetentionCandidate) -> tuple[EvidenceCapsule, str] | None:
         # built when first considered: most candidates never are once the
         # budget is full
         if candidate.id not in made:
@@ -249,7 +252,8 @@ def pack_block(
         built = [capsule_of(c) for c in group]
         if built[0] is None:
             continue  # nothing to show of it
-        capsules, replaced = _unshown(built, shown)
+        adding, replaced = _unshown(built, shown)
+        capsules = [capsule for capsule, _ in adding]
         if not capsules:
             taken.update(c.id for c in group)
             continue
@@ -264,7 +268,7 @@ def pack_block(
         used += cost
         days = after
         kept = [c for c in kept if all(c is not r for r in replaced)] + capsules
-        shown.update((_line(c), c) for c in capsules)
+        shown.update((line, capsule) for capsule, line in adding)
         taken.update(c.id for c in group)
     report = RetentionReport(budget, 0, kept, len(candidates), len(candidates) - len(kept))
     text = evidence_block(report, Packing(count, packing.fetchable, now, packing.history_since,
@@ -274,26 +278,26 @@ def pack_block(
 
 
 def _unshown(
-    built: Sequence[EvidenceCapsule | None], shown: dict[str, EvidenceCapsule]
-) -> tuple[list[EvidenceCapsule], list[EvidenceCapsule]]:
+    built: Sequence[tuple[EvidenceCapsule, str] | None], shown: dict[str, EvidenceCapsule]
+) -> tuple[list[tuple[EvidenceCapsule, str]], list[EvidenceCapsule]]:
     """Of a group's capsules, those whose line the block does not hold yet,
     and the kept capsules they replace. A line the block holds says nothing
     new (a draft pasted twice, a reply repeated word for word), so it is
     shown once, said when its newest copy was: the newest statement stays
     the last one read."""
     fresh: dict[str, EvidenceCapsule] = {}
-    for capsule in built:
-        if capsule is not None:
-            line = _line(capsule)
+    for made in built:
+        if made is not None:
+            capsule, line = made
             if line not in fresh or fresh[line].said_at <= capsule.said_at:
                 fresh[line] = capsule
     adding, replaced = [], []
     for line, capsule in fresh.items():
         twin = shown.get(line)
         if twin is None:
-            adding.append(capsule)
+            adding.append((capsule, line))
         elif twin.said_at < capsule.said_at:
-            adding.append(capsule)
+            adding.append((capsule, line))
             replaced.append(twin)
     return adding, replaced
 
