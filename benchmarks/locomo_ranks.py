@@ -54,7 +54,7 @@ async def probe(
         try:
             for q in d.questions:
                 ev = [L.norm(d.texts[e]) for e in q.evidence]
-                recs, _ = await eng._search(q.text, args.k, (), count_hits=False)
+                recs, _ = await eng._search(q.text, args.k, ())
                 ranks = []
                 for e in ev:
                     r = next((i for i, m in enumerate(recs) if e in L.norm(m.content)), None)
