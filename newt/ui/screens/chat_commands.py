@@ -147,6 +147,7 @@ class ChatCommands(ImportCommands, MemoryChatCommands, ModelCommands):
             model=session.model,
             default_prompt=session.settings_controls.default_system_prompt,
             server_cap=session.config.server_reply_cap,
+            server_sampling=session.config.server_sampling,
             incognito=session.incognito,
             window=window,
         )

@@ -57,6 +57,7 @@ class ModelCommands:
                 model=session.model,
                 default_prompt=session.settings_controls.default_system_prompt,
                 server_cap=session.config.server_reply_cap,
+                server_sampling=session.config.server_sampling,
             )
             app.push_screen(screen, self._settings_saved)
         elif name == "preset":

@@ -57,6 +57,7 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
         model: str,
         default_prompt: str,
         server_cap: int | None = None,
+        server_sampling: dict[str, float] | None = None,
         incognito: bool | None = None,
         window: str = "",
     ) -> None:
@@ -70,6 +71,8 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
         self.default_prompt = default_prompt
         self.server_cap = server_cap
         """The server's own reply cap, when newt knows it (its managed llama-server)."""
+        self.server_sampling = server_sampling or {}
+        """That server's default sampling by name (the model's published values)."""
         self.window = window
         """The context window in force and where it comes from (`window_line`)."""
 
@@ -99,8 +102,8 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
             yield area
             with Horizontal(id="settings-numbers"):
                 for ident, label, value, hint in (
-                    ("temperature", "Temperature", s.temperature, "0-2, empty: default"),
-                    ("top-p", "Top p", s.top_p, "0-1, empty: default"),
+                    ("temperature", "Temperature", s.temperature, self._hint("temperature", 2)),
+                    ("top-p", "Top p", s.top_p, self._hint("top_p", 1)),
                     ("max-tokens", "Max reply tokens", s.max_tokens, self._cap_hint()),
                 ):
                     with Vertical(classes="number"):
@@ -116,6 +119,13 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
             with Horizontal(id="settings-buttons"):
                 yield Button("Save", variant="primary", id="settings-save")
                 yield Button("Cancel", id="settings-cancel")
+
+    def _hint(self, name: str, top: int) -> str:
+        """What an empty sampling field means: the model's own value when newt runs
+        the server and its publisher states one, else the backend's default."""
+        value = self.server_sampling.get(name)
+        default = f"the model's {value:g}" if value is not None else "default"
+        return f"0-{top}, empty: {default}"
 
     def _cap_hint(self) -> str:
         """What an empty reply cap means: the server's own cap when one is known

@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx
 from textual.widgets import Input
 
 from newt.cli.main import _start_local
@@ -83,14 +84,14 @@ async def test_tui_footer_marks_a_reply_stopped_at_the_length_limit(
         assert "length limit" not in _footer(whole)
 
 
-async def _settings_hint(app: NewtApp) -> str:
+async def _settings_hint(app: NewtApp, field: str = "max-tokens") -> str:
     async with app.run_test(size=(110, 34)) as pilot:
         await chat_ready(pilot)
         await type_and_send(pilot, "/settings")
         await pilot.pause()
         settings: Any = app.screen
         assert isinstance(settings, SettingsScreen)
-        return str(settings.query_one("#settings-max-tokens", Input).placeholder)
+        return str(settings.query_one(f"#settings-{field}", Input).placeholder)
 
 
 async def test_settings_show_the_context_window(
@@ -134,3 +135,52 @@ async def test_settings_show_the_managed_servers_reply_cap(
         assert await _settings_hint(NewtApp(config)) == "empty: server caps at 1024"
     # a server newt did not start: its cap is unknown, not "no cap"
     assert await _settings_hint(NewtApp(config_for(fake_openai))) == "empty: server default"
+
+
+async def test_the_managed_server_samples_as_the_models_publisher_ships_it(
+    home: Path,
+    fake_openai: FakeOpenAI,
+    tmp_path: Path,
+    monkeypatch: Any,
+) -> None:
+    """A catalogue model runs with its publisher's sampling as the server's
+    defaults (newt's requests set none), and /settings says what an empty field
+    means; a file the catalogue does not know keeps the server's own."""
+    binary = tmp_path / "llama-server"
+    binary.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_SERVER}" "$@"\n')
+    binary.chmod(0o755)
+    coder = tmp_path / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"  # the catalogue's file name
+    other = tmp_path / "tiny.gguf"
+    for model in (coder, other):
+        model.write_bytes(b"GGUF")
+    monkeypatch.setenv("NEWT_LLAMA_SERVER", str(binary))
+    monkeypatch.setenv("NEWT_LLAMA_CACHE", str(tmp_path / "cache"))
+    with ExitStack() as stack:
+        config = load_config()
+        local = _start_local(stack, config, str(coder), explicit_model=None)
+        assert local.server.process is not None
+        args = Path(f"/proc/{local.server.process.pid}/cmdline").read_bytes().split(b"\0")
+        flags = [a.decode() for a in args[args.index(b"--temp") :][:8]]
+        assert flags == [
+            "--temp", "0.7", "--top-p", "0.8", "--top-k", "20", "--repeat-penalty", "1.1",
+        ]  # fmt: skip
+        assert config.server_sampling == {
+            "temperature": 0.7, "top_p": 0.8, "top_k": 20, "repeat_penalty": 1.1,
+        }  # fmt: skip
+        app = NewtApp(config)
+        async with app.run_test(size=(110, 34)) as pilot:
+            screen = await chat_ready(pilot)
+            await type_and_send(pilot, "hello")
+            await wait_idle(pilot, screen)
+        sent = httpx.get(f"{local.server.root_url}/__fake__/requests").json()
+        body = [r for r in sent if r["path"].endswith("/chat/completions")][-1]["body"]
+        assert not {"temperature", "top_p", "top_k"} & set(body)  # left to the server
+        assert await _settings_hint(NewtApp(config), "temperature") == "0-2, empty: the model's 0.7"
+        assert await _settings_hint(NewtApp(config), "top-p") == "0-1, empty: the model's 0.8"
+    with ExitStack() as stack:
+        config = load_config()
+        local = _start_local(stack, config, str(other), explicit_model=None)
+        assert local.server.process is not None
+        args = Path(f"/proc/{local.server.process.pid}/cmdline").read_bytes().split(b"\0")
+        assert b"--temp" not in args and config.server_sampling == {}
+        assert await _settings_hint(NewtApp(config), "temperature") == "0-2, empty: default"

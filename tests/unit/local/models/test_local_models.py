@@ -21,6 +21,7 @@ from newt.local.models import cli
 from newt.local.models.catalogue import CatalogueModel, parse_catalogue, recommend
 from newt.local.models.discover import discover
 from newt.local.models.download import DownloadError, Transfer, cached_path, download
+from newt.local.models.sampling import Sampling, parse_sampling
 from newt.resources import asset_text
 from tests.support.fake_hub import COMMIT, Hub, gguf_bytes, serve
 from tests.support.local_machine import fake_machine
@@ -94,6 +95,41 @@ def test_a_wrong_catalogue_entry_is_refused(change: str, error: str) -> None:
     }[error.split()[0]]
     assert broken != text
     with pytest.raises(ValueError, match=error.split()[0]):
+        parse_catalogue(broken)
+
+
+def test_each_model_is_sampled_as_its_publisher_ships_it() -> None:
+    """Every catalogue model carries its publisher's sampling, as llama-server flags."""
+    models = {m.name: m for m in parse_catalogue(asset_text("local_models.toml"))}
+    assert all(m.sampling is not None for m in models.values())
+    coder = models["qwen2.5-coder-1.5b"].sampling
+    assert coder == Sampling(temperature=0.7, top_p=0.8, top_k=20, repeat_penalty=1.1)
+    assert coder.server_args() == [
+        "--temp", "0.7", "--top-p", "0.8", "--top-k", "20", "--repeat-penalty", "1.1",
+    ]  # fmt: skip
+    assert models["llama3.2-3b"].sampling == Sampling(temperature=0.6, top_p=0.9)
+    assert models["qwen3-4b"].sampling.values() == {  # type: ignore[union-attr]
+        "temperature": 0.6, "top_p": 0.95, "top_k": 20, "min_p": 0.0,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("table", "error"),
+    [
+        ({"seed": 4}, "unknown sampling keys"),
+        ({"temperature": 5}, "temperature must be a number from 0 to 2"),
+        ({"top_k": 2.5}, "top_k must be a whole number"),
+        ({"top_k": True}, "top_k must be a whole number"),
+        ({"top_p": "0.8"}, "top_p must be a number"),
+        ({}, "must be a table"),
+    ],
+)
+def test_a_wrong_sampling_table_is_refused(table: dict[str, object], error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        parse_sampling(table, "model 2")
+    text = asset_text("local_models.toml")
+    broken = text.replace("top_k = 20\n", "top_k = 20\nseed = 4\n", 1)
+    with pytest.raises(ValueError, match=r"model 1 \(qwen2.5-1.5b\): unknown sampling keys"):
         parse_catalogue(broken)
 
 
