@@ -118,8 +118,8 @@ async def plant(home: Path, data: dict[str, Any], window: int) -> list[dict[str,
             folds = len(payload.get("compactions") or [])
             turns.append({"status": status, "seconds": seconds, "folds": folds,
                           "reply": payload.get("reply", ""), "error": err[-300:]})  # fmt: skip
-            said = f"{text[:50]!r} -> {payload.get('reply', '')[:60]!r}"
-            print(f"  planted ({seconds:.0f} s, exit {status}, {folds} folds): {said}",
+            shown = f"{text[:50]!r} -> {payload.get('reply', '')[:60]!r}"
+            print(f"  planted ({seconds:.0f} s, exit {status}, {folds} folds): {shown}",
                   file=sys.stderr, flush=True)  # fmt: skip
     return turns
 
