@@ -124,14 +124,14 @@ class SettingsScreen(ModalScreen[ChatSettings | None]):
         """What an empty sampling field means: the model's own value when newt runs
         the server and its publisher states one, else the backend's default."""
         value = self.server_sampling.get(name)
-        default = f"the model's {value:g}" if value is not None else "default"
-        return f"0-{top}, empty: {default}"
+        # short enough to be read whole in the field (a longer hint is cut)
+        return f"empty: model's {value:g}" if value is not None else f"0-{top}, empty: default"
 
     def _cap_hint(self) -> str:
         """What an empty reply cap means: the server's own cap when one is known
         (the managed llama-server's 512), not "no cap" while replies are cut there."""
         if self.server_cap:
-            return f"empty: server caps at {self.server_cap}"
+            return f"empty: capped at {self.server_cap}"
         return "empty: server default"
 
     def on_mount(self) -> None:

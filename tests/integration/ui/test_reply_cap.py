@@ -132,7 +132,7 @@ async def test_settings_show_the_managed_servers_reply_cap(
         _start_local(stack, config, str(model), explicit_model=None)
         # a chosen model runs with an 8192 window, so its cap is 1024
         assert (config.server_reply_cap, config.server_context_tokens) == (1024, 8192)
-        assert await _settings_hint(NewtApp(config)) == "empty: server caps at 1024"
+        assert await _settings_hint(NewtApp(config)) == "empty: capped at 1024"
     # a server newt did not start: its cap is unknown, not "no cap"
     assert await _settings_hint(NewtApp(config_for(fake_openai))) == "empty: server default"
 
@@ -175,8 +175,8 @@ async def test_the_managed_server_samples_as_the_models_publisher_ships_it(
         sent = httpx.get(f"{local.server.root_url}/__fake__/requests").json()
         body = [r for r in sent if r["path"].endswith("/chat/completions")][-1]["body"]
         assert not {"temperature", "top_p", "top_k"} & set(body)  # left to the server
-        assert await _settings_hint(NewtApp(config), "temperature") == "0-2, empty: the model's 0.7"
-        assert await _settings_hint(NewtApp(config), "top-p") == "0-1, empty: the model's 0.8"
+        assert await _settings_hint(NewtApp(config), "temperature") == "empty: model's 0.7"
+        assert await _settings_hint(NewtApp(config), "top-p") == "empty: model's 0.8"
     with ExitStack() as stack:
         config = load_config()
         local = _start_local(stack, config, str(other), explicit_model=None)
