@@ -61,7 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -203,6 +203,11 @@ class Scripted:
         return Reply(text=SUMMARY_REPLY, chunk_size=4096)
 
 
+def fixed_clock(at: float) -> Callable[[], float]:
+    """A clock that always says `at` (each played turn is said at its own time)."""
+    return lambda: at
+
+
 async def send(session: ChatSession, text: str) -> None:
     async for _ in session.turns.send(text):
         pass
@@ -219,7 +224,7 @@ async def play(
         tune(session, args.tune)
         try:
             for ex in dialogue.exchanges:
-                store.db.clock = lambda at=ex.at: at
+                store.db.clock = fixed_clock(ex.at)
                 scripted.expect, scripted.reply = ex.user, ex.reply
                 await send(session, ex.user)
             queue = session.recall_parts.queue

@@ -24,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import locomo as L
+import benchmarks.locomo as L
 
 from newt.agent.session.chat_session import ChatSession
 from newt.store import Store

@@ -123,6 +123,15 @@ async def _until(pilot: Any, ready: Any, timeout: float = 60.0) -> None:
         await asyncio.sleep(0.001)
 
 
+def _chat(app: Any) -> Any:
+    """The app's screen, the chat screen once it is interactive."""
+    from newt.ui.screens.chat import ChatScreen
+
+    screen = app.screen
+    assert isinstance(screen, ChatScreen), screen
+    return screen
+
+
 def _interactive(app: Any) -> bool:
     from newt.ui.screens.chat import ChatScreen
 
@@ -150,11 +159,11 @@ async def measure_launch(home: Path, base_url: str, resume: str | None = None) -
     app = NewtApp(_config(base_url), opening=OpenRequest(resume=resume))
     async with app.run_test(size=(120, 40)) as pilot:
         await _until(
-            pilot, lambda: _interactive(app) and (resume is None or app.screen.log_view.entries)
+            pilot, lambda: _interactive(app) and (resume is None or _chat(app).log_view.entries)
         )
         await pilot.pause()  # one refresh with everything in place
         elapsed = time.perf_counter() - t0
-        entries = len(app.screen.log_view.entries) if resume else 0
+        entries = len(_chat(app).log_view.entries) if resume else 0
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"seconds": elapsed, "peak_mb": peak_mb, "entries": entries}
 
@@ -180,8 +189,8 @@ async def measure_stream(home: Path, base_url: str) -> dict[str, float]:
                     marks["reply_chars"] = len(event.reply)
                 yield event
 
-        session.send = timed_send  # type: ignore[method-assign]
-        screen = app.screen
+        session.turns.send = timed_send  # type: ignore[method-assign]
+        screen = _chat(app)
         screen.prompt.set_text("go")
         cpu0, t0 = time.process_time(), time.perf_counter()
         await pilot.press("enter")

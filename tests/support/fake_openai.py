@@ -673,8 +673,8 @@ def _stream_events(
         yield "content", _chunk(model, [{"index": 0, "delta": {"tool_calls": [head]}}])
         args = _arguments(call)
         for start in range(0, len(args), size):
-            piece = {"index": i, "function": {"arguments": args[start : start + size]}}
-            yield "content", _chunk(model, [{"index": 0, "delta": {"tool_calls": [piece]}}])
+            part = {"index": i, "function": {"arguments": args[start : start + size]}}
+            yield "content", _chunk(model, [{"index": 0, "delta": {"tool_calls": [part]}}])
     finish = [{"index": 0, "delta": {}, "finish_reason": _finish_reason(reply)}]
     yield "finish", _chunk(model, finish)
     wants_usage = bool((request.get("stream_options") or {}).get("include_usage"))
