@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchmarks.locomo as L
-
 from newt.agent.session.chat_session import ChatSession
 from newt.store import Store
 from tests.support.fake_openai import FakeOpenAI
