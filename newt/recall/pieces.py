@@ -1,0 +1,94 @@
+"""What a record is embedded as: its pieces (docs/design.md section 7).
+
+`record_pieces(content, role)`: whole sentences packed to at most CHUNK_CHARS
+characters (embedder.chunks), and for the user's own messages also each
+clause in which the user speaks of themselves ("I've started learning the
+cello", "my teacher Mrs. Okafor"), alone. A record scores as its best piece.
+Why: a fact about the user is mostly said in passing, inside a sentence about
+something else, and asked about later in other words ("Who gives me music
+lessons?"); a small embedding model reads the sentence as its main topic and
+misses the fact, while the clause alone meets the question. Only the user's
+statements: a question asks for something rather than telling it, and an
+assistant's "I" is the model's, not the user's life; so unrelated messages
+find no more to match than before (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import re
+
+from newt.recall.embedder import CHUNK_CHARS, MAX_CHUNKS, chunks
+
+# Pieces of one record at most, clauses included.
+MAX_PIECES = 2 * MAX_CHUNKS
+# A clause shorter than this joins the next ("Last thing:", "my teacher,").
+MIN_CLAUSE_WORDS = 3
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# A full stop after these ends no sentence ("Mrs. Okafor", "St. Olav's").
+_ABBREVIATION = re.compile(
+    r"(?:^|\s)(?:mr|mrs|ms|dr|st|prof|jr|sr|vs|etc|e\.g|i\.e|no)\.$", re.IGNORECASE
+)
+_JOINS = r"(?:and|but|so|because|since|which|who|while|although|though)"
+_CLAUSE_BREAK = re.compile(rf"\s*[,;:()]\s+|\s+{_JOINS}\s+|\s+[-\u2013\u2014]+\s+", re.IGNORECASE)
+_LEADING_JOIN = re.compile(rf"^{_JOINS}\s+", re.IGNORECASE)
+_SELF = re.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|my|mine|we|we're|we've|we'd|we'll|our|ours)\b", re.IGNORECASE
+)
+
+
+def record_pieces(content: str, role: str | None) -> list[str]:
+    """The texts `content` is embedded as: its packed sentences, and for a
+    user's message (`role` "user") the clauses that speak of the user."""
+    packed = chunks(content)
+    if role != "user":
+        return packed
+    return (packed + self_clauses(content, packed))[:MAX_PIECES]
+
+
+def self_clauses(text: str, skip: list[str]) -> list[str]:
+    """The clauses of `text`'s statements (not its questions) in which the
+    speaker speaks of themselves, each once, none of `skip`."""
+    seen = set(skip)
+    found = []
+    for sentence in _sentences(text):
+        if sentence.endswith("?"):
+            continue  # a request, not something the user tells
+        for clause in _clauses(sentence):
+            clause = clause[:CHUNK_CHARS]
+            if _SELF.search(clause) and clause not in seen:
+                seen.add(clause)
+                found.append(clause)
+    return found
+
+
+def _sentences(text: str) -> list[str]:
+    sentences: list[str] = []
+    for part in _SENTENCE_END.split(text.strip()):
+        part = part.strip()
+        if not part:
+            continue
+        if sentences and _ABBREVIATION.search(sentences[-1]):
+            sentences[-1] = f"{sentences[-1]} {part}"
+        else:
+            sentences.append(part)
+    return sentences
+
+
+def _clauses(sentence: str) -> list[str]:
+    clauses: list[str] = []
+    held = ""
+    for part in _CLAUSE_BREAK.split(sentence):
+        part = _LEADING_JOIN.sub("", part.strip())
+        if not part:
+            continue
+        held = f"{held} {part}" if held else part
+        if len(held.split()) >= MIN_CLAUSE_WORDS:
+            clauses.append(held)
+            held = ""
+    if held:
+        if clauses:
+            clauses[-1] = f"{clauses[-1]} {held}"
+        else:
+            clauses.append(held)
+    return clauses

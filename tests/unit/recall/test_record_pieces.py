@@ -1,0 +1,39 @@
+"""recall/pieces.py: what a record is embedded as."""
+
+from __future__ import annotations
+
+from newt.recall.embedder import chunks
+from newt.recall.pieces import MAX_PIECES, record_pieces
+
+TOLD = (
+    "Last thing: I've started learning the cello, and my teacher, Mrs. Okafor, wants"
+    " me to practise scales daily. How long should a beginner practise?"
+)
+
+
+def test_a_users_statement_about_themselves_is_embedded_clause_by_clause_too() -> None:
+    pieces = record_pieces(TOLD, "user")
+    assert pieces[: len(chunks(TOLD))] == chunks(TOLD)  # the packed sentences first
+    extra = pieces[len(chunks(TOLD)) :]
+    assert "Last thing I've started learning the cello" in extra
+    # "Mrs." ends no sentence; a short clause joins the next
+    assert "my teacher Mrs. Okafor" in extra
+    assert not any("beginner" in piece for piece in extra)  # the question is a request: not split
+
+
+def test_only_the_users_own_statements_are_split() -> None:
+    reply = "I think my advice is simple: practise ten minutes, and rest your hands."
+    assert record_pieces(reply, "assistant") == chunks(reply)
+    assert record_pieces(reply, None) == chunks(reply)  # notes and summaries
+    told = "The weather was grey, and the bus was late again."  # nobody speaks of themselves
+    assert record_pieces(told, "user") == chunks(told)
+
+
+def test_pieces_stay_bounded_and_distinct() -> None:
+    long = " ".join(f"I saw bird number {n}, and my list grew by one." for n in range(200))
+    pieces = record_pieces(long, "user")
+    assert len(pieces) == MAX_PIECES
+    assert len(set(pieces)) == len(pieces)
+    assert record_pieces("", "user") == []
+    # a clause equal to its sentence comes once
+    assert record_pieces("My cat.", "user") == ["My cat."]
