@@ -3,7 +3,8 @@
 `record_pieces(content, role)`: whole sentences packed to at most CHUNK_CHARS
 characters (embedder.chunks), and for the user's own messages also each
 clause in which the user speaks of themselves ("I've started learning the
-cello", "my teacher Mrs. Okafor"), alone. A record scores as its best piece.
+cello") and each one of theirs they name ("my daughter Maya", "our cat
+Mochi"), alone. A record scores as its best piece.
 Why: a fact about the user is mostly said in passing, inside a sentence about
 something else, and asked about later in other words ("Who gives me music
 lessons?"); a small embedding model reads the sentence as its main topic and
@@ -32,6 +33,12 @@ _ABBREVIATION = re.compile(
 _JOINS = r"(?:and|but|so|because|since|which|who|while|although|though)"
 _CLAUSE_BREAK = re.compile(rf"\s*[,;:()]\s+|\s+{_JOINS}\s+|\s+[-\u2013\u2014]+\s+", re.IGNORECASE)
 _LEADING_JOIN = re.compile(rf"^{_JOINS}\s+", re.IGNORECASE)
+# Someone or something of the user's, named: "my daughter Maya", "our cat
+# Mochi", "my teacher, Mrs. Okafor".
+_NAMED = re.compile(
+    r"\b(?:[Mm]y|[Oo]ur)\s+(?:[a-z'\u2019-]+\s+){0,2}[a-z'\u2019-]+,?\s+"
+    r"(?:(?:Mrs?|Ms|Dr)\.\s+)?[A-Z][\w'\u2019-]+"
+)
 _SELF = re.compile(
     r"\b(?:i|i'm|i've|i'd|i'll|my|mine|we|we're|we've|we'd|we'll|our|ours)\b", re.IGNORECASE
 )
@@ -39,7 +46,8 @@ _SELF = re.compile(
 
 def record_pieces(content: str, role: str | None) -> list[str]:
     """The texts `content` is embedded as: its packed sentences, and for a
-    user's message (`role` "user") the clauses that speak of the user."""
+    user's message (`role` "user") the clauses that speak of the user and
+    the ones of theirs it names."""
     packed = chunks(content)
     if role != "user":
         return packed
@@ -48,16 +56,19 @@ def record_pieces(content: str, role: str | None) -> list[str]:
 
 def self_clauses(text: str, skip: list[str]) -> list[str]:
     """The clauses of `text`'s statements (not its questions) in which the
-    speaker speaks of themselves, each once, none of `skip`."""
-    seen = set(skip)
+    speaker speaks of themselves, and the people and things of theirs named
+    there, each once, none of `skip` (commas aside)."""
+    seen = {piece.replace(",", "") for piece in skip}
     found = []
     for sentence in _sentences(text):
         if sentence.endswith("?"):
             continue  # a request, not something the user tells
-        for clause in _clauses(sentence):
+        named = [m.group(0) for m in _NAMED.finditer(sentence)]
+        for clause in [*_clauses(sentence), *named]:
             clause = clause[:CHUNK_CHARS]
-            if _SELF.search(clause) and clause not in seen:
-                seen.add(clause)
+            said = clause.replace(",", "")
+            if _SELF.search(clause) and said not in seen:
+                seen.add(said)
                 found.append(clause)
     return found
 

@@ -204,6 +204,12 @@ IN_PASSING = (
         "What breed is our dog?",
         "beagle",
     ),
+    (
+        "Planning the week: my son Theo starts at a new nursery on Monday, so mornings"
+        " will be chaos. Any tips for getting out of the door on time?",
+        "What is my boy called?",
+        "Theo",
+    ),
 )
 
 
@@ -211,8 +217,9 @@ async def test_a_fact_said_in_passing_meets_a_question_in_other_words(
     store: Store, minilm_wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A fact the user mentions inside a sentence about something else is
-    carried for a later question in other words (its clause embedded alone:
-    recall/pieces.py), and unrelated requests still carry nothing."""
+    carried for a later question in other words (its clause, or the person
+    it names, embedded alone: recall/pieces.py), and unrelated requests
+    still carry nothing."""
     monkeypatch.setenv("NEWT_LLAMA_CACHE", str(_cache_with(minilm_wheel, tmp_path)))
     for text in (*(fact for fact, _, _ in IN_PASSING), *DISTRACTORS):
         conv = await store.conversations.create()

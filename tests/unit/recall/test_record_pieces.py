@@ -37,3 +37,20 @@ def test_pieces_stay_bounded_and_distinct() -> None:
     assert record_pieces("", "user") == []
     # a clause equal to its sentence comes once
     assert record_pieces("My cat.", "user") == ["My cat."]
+
+
+def test_someone_of_the_users_named_in_passing_is_a_piece_of_its_own() -> None:
+    told = (
+        "Planning the week: my son Theo starts at a new nursery on Monday, so mornings are chaos."
+    )
+    assert "my son Theo" in record_pieces(told, "user")
+    told = "Spring cleaning again: our parrot Kiwi keeps throwing seed husks across the room."
+    assert "our parrot Kiwi" in record_pieces(told, "user")
+    # the same person said twice (with and without a comma) is one piece
+    told = "I rang my teacher, Mrs. Okafor, and my teacher Mrs. Okafor said yes."
+    assert sum("Okafor" in p and len(p.split()) == 4 for p in record_pieces(told, "user")) == 1
+    # no name, no piece of its own: "my mum's" tells nothing alone
+    assert not any(
+        p.startswith("My mum") and len(p.split()) < 4
+        for p in record_pieces("My mum's birthday is on the 3rd of September.", "user")
+    )
