@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from newt.recall.context import Context, Read
-from newt.recall.embedder import Embedder
+from newt.recall.embedder import Embedder, retired_space
 from newt.recall.fts_query import query_terms, quote
 from newt.recall.fusion import boost, fuse, with_pairs
 from newt.recall.newer import NewerStatements
@@ -168,6 +168,11 @@ class RecallEngine:
         self.db = store.db if isinstance(store, Store) else store
         self.embedder = embedder
         self._vectors = VectorIndex(self.db, embedder.space) if embedder else None
+        # A store embedded as older pieces, until the queue has embedded it
+        # again: the same model's vectors, searched meanwhile.
+        self._older: VectorIndex | None = None
+        if embedder and retired_space(embedder.space) != embedder.space:
+            self._older = VectorIndex(self.db, retired_space(embedder.space))
         self.excerpt_tokens = excerpt_tokens
         self.tuning = tuning or RecallTuning()
         # max_scored is exposed so tests can drive the large-store plans with a few records.
@@ -341,12 +346,17 @@ class RecallEngine:
         """(rowid, cosine) nearest the query's meaning; [] without embeddings."""
         if self.embedder is None or self._vectors is None or not self._embedder_ready():
             return []
-        if not await self._vectors.has_any():
+        index = self._vectors
+        if await index.has_any():
+            self._older = None  # embedded again (at least its newest records)
+        elif self._older is not None and await self._older.has_any():
+            index = self._older
+        else:
             return []  # nothing embedded yet: spare the backend the query
         vector = await self.embedder.embed_query(query)
         if vector is None:
             return []
-        return await self._vectors.search(vector, pool, excluded)
+        return await index.search(vector, pool, excluded)
 
     async def _count_hits(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
         """Increment access_count of exactly these records, reporting the count after."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -441,3 +441,31 @@ async def test_records_are_embedded_again_as_the_new_pieces_and_the_old_vectors_
     assert len(embedder.texts) == len(record_pieces(told, "user")) + 1  # the reply: one piece
     assert await VectorIndex(store.db, embedder.space).count() == 2
     assert await old.count() == 0
+
+
+async def test_until_a_store_is_embedded_again_its_older_vectors_are_searched(
+    store: Store,
+) -> None:
+    """Right after an upgrade nothing is in the new space yet: recall by
+    meaning searches the same model's vectors of the older pieces meanwhile."""
+    key = await add_turn(store, "the locker code for the amber harbor is 4417")
+    other = await add_turn(store, "a record only the vectors would find")
+    embedder = _CountingEmbedder("in-process m" + PIECES_TAG)
+    embedder.embed_query = _query_vector([0.0, 1.0])  # type: ignore[method-assign]
+    old = VectorIndex(store.db, retired_space(embedder.space))
+    await old.store(await _record_id(store, key), [[1.0, 0.0]])
+    await old.store(await _record_id(store, other), [[0.0, 1.0]])
+    engine = RecallEngine(store, embedder=embedder)
+    found = await engine.recall(RecallRequest("parrots", limit=1))
+    assert [m.key for m in found.memories] == [other]
+    # once a record is in the new space, the new space is searched alone
+    await VectorIndex(store.db, embedder.space).store(await _record_id(store, key), [[0.0, 1.0]])
+    found = await RecallEngine(store, embedder=embedder).recall(RecallRequest("parrots", limit=1))
+    assert [m.key for m in found.memories] == [key]
+
+
+def _query_vector(vector: list[float]) -> Callable[[str], Awaitable[list[float] | None]]:
+    async def embed_query(text: str) -> list[float] | None:
+        return vector
+
+    return embed_query
