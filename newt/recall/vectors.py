@@ -99,8 +99,7 @@ class VectorIndex:
         self._lock = asyncio.Lock()
 
     async def pending(self, limit: int) -> list[tuple[int, str, str | None]]:
-        """(record id, content, role) of records with no vector in this space,
-        newest first."""
+        """(record id, content, role) of records with no vector in this space, newest first."""
         cur = await self.db.conn.execute(
             "SELECT r.id, r.content, r.role FROM memory_records r WHERE NOT EXISTS ("
             " SELECT 1 FROM memory_vectors v WHERE v.record_id = r.id AND v.space = ?)"
@@ -130,14 +129,11 @@ class VectorIndex:
                     (self.space, chunk, blob, record_id, content, content),
                 )
 
-    async def drop_space(self, space: str) -> int:
-        """Delete every vector of another `space` (one this store no longer
-        searches); the number deleted."""
-        if space == self.space:
-            return 0
-        async with self.db.transaction() as conn:
-            cur = await conn.execute("DELETE FROM memory_vectors WHERE space = ?", (space,))
-            return cur.rowcount or 0
+    async def drop_space(self, space: str) -> None:
+        """Delete every vector of another `space` (one this store no longer searches)."""
+        if space != self.space:
+            async with self.db.transaction() as conn:
+                await conn.execute("DELETE FROM memory_vectors WHERE space = ?", (space,))
 
     async def has_any(self) -> bool:
         """Whether the space has a vector. Once it has, asked no more: a store
