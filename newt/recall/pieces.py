@@ -11,21 +11,20 @@ lessons?"); a small embedding model reads the sentence as its main topic and
 misses the fact, while the clause alone meets the question. Only the user's
 statements: a question asks for something rather than telling it, and an
 assistant's "I" is the model's, not the user's life; so unrelated messages
-find no more to match than before (docs/benchmarks.md).
+find little more to match (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import re
 
-from newt.recall.embedder import CHUNK_CHARS, MAX_CHUNKS, chunks
+from newt.recall.embedder import _SENTENCE_END, CHUNK_CHARS, MAX_CHUNKS, chunks
 
 # Pieces of one record at most, clauses included.
 MAX_PIECES = 2 * MAX_CHUNKS
 # A clause shorter than this joins the next ("Last thing:", "my teacher,").
 MIN_CLAUSE_WORDS = 3
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 # A full stop after these ends no sentence ("Mrs. Okafor", "St. Olav's").
 _ABBREVIATION = re.compile(
     r"(?:^|\s)(?:mr|mrs|ms|dr|st|prof|jr|sr|vs|etc|e\.g|i\.e|no)\.$", re.IGNORECASE
