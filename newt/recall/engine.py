@@ -13,9 +13,11 @@ and its stages in the order they run (docs/design.md section 7):
 7. context   the messages next to the best hits, and every candidate linked
              to its newer statement (context.py, newer.py)
 8. sittings  the lift of being said among other matches (sittings.py)
-9. pack      (with a budget) the block as the request will carry it, best
+9. own words a message about the user carries only the user's own lines
+             (own_words.py)
+10. pack     (with a budget) the block as the request will carry it, best
              first, a statement only with its newer one (presentation.pack_block)
-10. count    one UPDATE ... RETURNING counts the hit on what was returned
+11. count    one UPDATE ... RETURNING counts the hit on what was returned
 
 Its tunables are one `RecallTuning`. Why one module in this order: each stage
 reads what the one before left, and a change to one is read beside the rest.
@@ -34,6 +36,7 @@ from newt.recall.embedder import Embedder, retired_space
 from newt.recall.fts_query import query_terms, quote
 from newt.recall.fusion import boost, fuse, with_pairs
 from newt.recall.newer import NewerStatements
+from newt.recall.own_words import about_the_user
 from newt.recall.presentation import CUT_MARK, Packing, pack_block
 from newt.recall.relatedness import related
 from newt.recall.retention import (
@@ -264,8 +267,9 @@ class RecallEngine:
     ) -> tuple[list[MemoryRecord], list[str]]:
         """Every candidate related to the query, best first, each linked to
         its newer statement, and the words excerpts should center on: the
-        stages of the module docstring, 1-8."""
+        stages of the module docstring, 1-9."""
         t = self.tuning
+        asked = query
         spans, rest = time_spans(query, self.db.clock()) if t.span_weight > 0 else ([], query)
         if spans and query_terms(rest):
             query = rest
@@ -284,6 +288,8 @@ class RecallEngine:
         records = with_pairs(records, t.pair_share)
         records = await self.context.around(records, terms, excluded, read)
         records = with_sittings(records, t.sitting_share, depth=t.sitting_depth, top=t.sitting_top)
+        if t.own_words and about_the_user(asked):
+            records = [r for r in records if r.role != "assistant"]
         return records, found.focus
 
     async def _rank(

@@ -36,6 +36,9 @@ class RecallTuning:
     # newer links: every candidate is linked to its newer statement, which
     # goes wherever it goes (newer.later_statements; off only to measure it).
     newer_links: bool = True
+    # own words: a message about the user (own_words.about_the_user) carries
+    # none of the assistant's lines (off only to measure it).
+    own_words: bool = True
     # context: the best neighbour_hits hits bring the messages next to them at
     # neighbour_share of their score.
     neighbour_hits: int = 8
