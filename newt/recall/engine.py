@@ -13,8 +13,8 @@ and its stages in the order they run (docs/design.md section 7):
 7. context   the messages next to the best hits, and every candidate linked
              to its newer statement (context.py, newer.py)
 8. sittings  the lift of being said among other matches (sittings.py)
-9. own words a message about the user carries only the user's own lines
-             (own_words.py)
+9. own words the user's message about themselves carries only the user's
+             own lines (own_words.py)
 10. pack     (with a budget) the block as the request will carry it, best
              first, a statement only with its newer one (presentation.pack_block)
 11. count    one UPDATE ... RETURNING counts the hit on what was returned
@@ -75,12 +75,15 @@ class RecallRequest:
     """One recall. `limit`: the most records returned (a record only with its
     newer statement); with `retained_token_budget`, they are offered to the
     packing and what fits is returned. `packing`: how the block will read
-    (the request's token count, whether fetch_record is offered, ...)."""
+    (the request's token count, whether fetch_record is offered, ...).
+    `from_user`: the query is the user's message (a turn's evidence), not a
+    search; a message about the user then carries only the user's own lines."""
 
     query: str
     limit: int = 8
     retained_token_budget: int | None = None
     packing: Packing = field(default_factory=Packing)
+    from_user: bool = False
 
 
 @dataclass
@@ -204,7 +207,9 @@ class RecallEngine:
         (the user inspecting the memory is not a use of it).
         """
         budget = request.retained_token_budget
-        records, terms = await self._search(request.query, request.limit, exclude_keys)
+        records, terms = await self._search(
+            request.query, request.limit, exclude_keys, from_user=request.from_user
+        )
         records = within_limit(records, request.limit)
         report, block = None, ""
         if budget is not None:
@@ -263,7 +268,7 @@ class RecallEngine:
         return None
 
     async def _search(
-        self, query: str, limit: int, exclude_keys: Collection[str]
+        self, query: str, limit: int, exclude_keys: Collection[str], *, from_user: bool = False
     ) -> tuple[list[MemoryRecord], list[str]]:
         """Every candidate related to the query, best first, each linked to
         its newer statement, and the words excerpts should center on: the
@@ -288,7 +293,7 @@ class RecallEngine:
         records = with_pairs(records, t.pair_share)
         records = await self.context.around(records, terms, excluded, read)
         records = with_sittings(records, t.sitting_share, depth=t.sitting_depth, top=t.sitting_top)
-        if t.own_words and about_the_user(asked):
+        if from_user and t.own_words and about_the_user(asked):
             records = [r for r in records if r.role != "assistant"]
         return records, found.focus
 

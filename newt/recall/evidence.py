@@ -98,6 +98,7 @@ class EvidenceSource:
                 limit=max(RECALL_LIMIT, budget // CAPSULE_TOKENS),
                 retained_token_budget=budget,
                 packing=packing,
+                from_user=True,
             ),
             exclude_keys=exclude,
             count_hits=count_hits,

@@ -40,14 +40,17 @@ async def test_the_assistants_lines_are_not_carried_for_a_question_about_the_use
             await store.turns.complete(turn, reply)
         engine = RecallEngine(store)
 
-        async def roles(query: str) -> list[str | None]:
-            found = await engine.recall(RecallRequest(query, limit=8), count_hits=False)
+        async def roles(query: str, from_user: bool = True) -> list[str | None]:
+            request = RecallRequest(query, limit=8, from_user=from_user)
+            found = await engine.recall(request, count_hits=False)
             return [m.role for m in found.memories]
 
         asked = await roles("What sort of food do I avoid?")
         assert "user" in asked and "assistant" not in asked, asked
         # Asked of the assistant's words, its reply comes back.
         assert "assistant" in await roles("What food did you say to avoid?")
+        # A search (the memory browser's, the model's recall_memory) finds every line.
+        assert "assistant" in await roles("What sort of food do I avoid?", from_user=False)
         # Off (to measure it), the reply rides along as before.
         engine.tuning = replace(engine.tuning, own_words=False)
         assert "assistant" in await roles("What sort of food do I avoid?")
