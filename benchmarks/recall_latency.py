@@ -7,13 +7,14 @@ A real newt database of `--records` chat-like records (a user message and its
 reply per turn, 25 turns per conversation, one turn in 50 telling a fact about
 an invented entity; the sentences come from benchmarks/evidence_corpus.py's
 templates) with their all-MiniLM-L6-v2 vectors in the in-process embedder's
-space, chunked as newt chunks them (embedder.chunks: sentences packed to 200
-characters), so the search compares as many vectors as a store of these records
-would hold. The vectors are synthesized cheaply: the records are built from a
-pool of a few thousand distinct filler sentences plus each fact sentence, every
-one of those is embedded for real, and a chunk's vector is the normalized sum of
-its sentences' vectors plus a small random perturbation (cosine about 0.99 to
-the sum), so no two chunks are identical. The database is built once and cached
+space, in the pieces newt embeds (recall/pieces.record_pieces: sentences packed
+to 200 characters, and a user's clauses about themselves), so the search
+compares as many vectors as a store of these records would hold. The
+vectors are synthesized cheaply: the records are built from a pool of a few
+thousand distinct filler sentences plus each fact sentence, every one of those
+(and every distinct clause piece) is embedded for real, and a piece's vector is
+the normalized sum of its sentences' vectors plus a small random perturbation
+(cosine about 0.99 to the sum), so no two pieces are identical. The database is built once and cached
 under /tmp/newt-bench keyed by size, seed and pool; recall's hit counting
 updates access counts in the cache, which only shifts recoverability.
 
@@ -65,8 +66,9 @@ from benchmarks.evidence_corpus import (
     vague_question,
 )
 from newt.recall import RecallEngine, RecallRequest, vectors
-from newt.recall.embedder import _SENTENCE_END, LOCAL_SPACE, LocalEmbedder, chunks
+from newt.recall.embedder import _SENTENCE_END, LOCAL_SPACE, LocalEmbedder
 from newt.recall.minilm import MiniLM
+from newt.recall.pieces import record_pieces
 from newt.store import SCHEMA_VERSION, Store
 
 LIMIT = 64
@@ -74,7 +76,7 @@ BUDGET = 768
 NOW = 1_750_000_000.0
 CACHE_DIR = Path(tempfile.gettempdir()) / "newt-bench"
 # Bump when the generated records or vectors change, to invalidate caches.
-CORPUS_VERSION = 1
+CORPUS_VERSION = 2
 TURNS_PER_CONVERSATION = 25
 FACT_EVERY = 50  # turns
 SPREAD_HOURS = 24 * 120
@@ -93,7 +95,7 @@ class Corpus:
 
     turns: list[tuple[int, str, str, str, float]] = field(default_factory=list)
     records: list[tuple[int, str, str, int, str, str, float]] = field(default_factory=list)
-    # Each record's chunks as lists of sentence numbers (into `sentences`).
+    # Each record's pieces as lists of sentence numbers (into `sentences`).
     record_chunks: list[tuple[int, list[list[int]]]] = field(default_factory=list)
     sentences: list[str] = field(default_factory=list)
     questions: dict[str, list[str]] = field(default_factory=dict)
@@ -136,7 +138,11 @@ def make_corpus(records: int, seed: int, pool: int, questions: int) -> Corpus:
         ):
             record_id = len(corpus.records) + 1
             corpus.records.append((record_id, key, conv, turn, text, role, said_at))
-            pieces = [[sentence_id(s) for s in _SENTENCE_END.split(c) if s] for c in chunks(text)]
+            # a packed piece is its sentences; a clause piece, a "sentence" of its own
+            pieces = [
+                [sentence_id(s) for s in _SENTENCE_END.split(piece) if s]
+                for piece in record_pieces(text, role)
+            ]
             corpus.record_chunks.append((record_id, pieces))
     asked = rng.sample(fact_questions, min(questions, len(fact_questions)))
     corpus.questions = {

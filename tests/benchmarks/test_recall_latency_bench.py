@@ -1,5 +1,5 @@
 """benchmarks/recall_latency.py measures what it says, on a store small enough
-for a test: real records and their vectors as newt chunks them, every question
+for a test: real records and their vectors as newt embeds them, every question
 recalled through the meaning path (embedding and vector search both ran), a
 report per kind. No timing is asserted: this machine may be busy."""
 
@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from newt.local.setup import embedding_wheel_path
-from newt.recall.embedder import LOCAL_SPACE, QUERIES_KEPT, LocalEmbedder, chunks
+from newt.recall.embedder import LOCAL_SPACE, QUERIES_KEPT, LocalEmbedder
+from newt.recall.pieces import record_pieces
 from tests.support.paths import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -42,8 +43,9 @@ async def test_the_benchmark_runs_on_a_small_store(tmp_path: Path) -> None:
         conn.close()
     assert len(records) == meta["records"] == 400 and turns == 200
     assert {role for _, _, role in records} == {"user", "assistant"}
-    # as many vectors as newt's chunking makes, unit length, no two alike
-    assert len(vectors) == meta["vectors"] == sum(len(chunks(text)) for _, text, _ in records)
+    # as many vectors as the pieces newt embeds, unit length, no two alike
+    pieces = sum(len(record_pieces(text, role)) for _, text, role in records)
+    assert len(vectors) == meta["vectors"] == pieces
     matrix = np.stack([np.frombuffer(blob, dtype="<f4") for _, _, blob in vectors])
     assert matrix.shape[1] == 384
     assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
