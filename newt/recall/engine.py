@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from newt.recall.context import Context, Read
-from newt.recall.embedder import Embedder, retired_space
+from newt.recall.embedder import PIECES_TAG, Embedder, retired_spaces
 from newt.recall.fts_query import query_terms, quote
 from newt.recall.fusion import boost, fuse, with_pairs
 from newt.recall.newer import NewerStatements
@@ -176,9 +176,9 @@ class RecallEngine:
         self._vectors = VectorIndex(self.db, embedder.space) if embedder else None
         # A store embedded as older pieces, until the queue has embedded it
         # again: the same model's vectors, searched meanwhile.
-        self._older: VectorIndex | None = None
-        if embedder and retired_space(embedder.space) != embedder.space:
-            self._older = VectorIndex(self.db, retired_space(embedder.space))
+        self._older: list[VectorIndex] = []
+        if embedder and embedder.space.endswith(PIECES_TAG):
+            self._older = [VectorIndex(self.db, old) for old in retired_spaces(embedder.space)]
         self.excerpt_tokens = excerpt_tokens
         self.tuning = tuning or RecallTuning()
         # max_scored is exposed so tests can drive the large-store plans with a few records.
@@ -359,11 +359,12 @@ class RecallEngine:
             return []
         index = self._vectors
         if await index.has_any():
-            self._older = None  # embedded again (at least its newest records)
-        elif self._older is not None and await self._older.has_any():
-            index = self._older
+            self._older = []  # embedded again (at least its newest records)
         else:
-            return []  # nothing embedded yet: spare the backend the query
+            older = [old for old in self._older if await old.has_any()]
+            if not older:
+                return []  # nothing embedded yet: spare the backend the query
+            index = older[0]
         vector = await self.embedder.embed_query(query)
         if vector is None:
             return []

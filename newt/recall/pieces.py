@@ -8,10 +8,11 @@ Mochi"), alone. A record scores as its best piece.
 Why: a fact about the user is mostly said in passing, inside a sentence about
 something else, and asked about later in other words ("Who gives me music
 lessons?"); a small embedding model reads the sentence as its main topic and
-misses the fact, while the clause alone meets the question. Only the user's
-statements: a question asks for something rather than telling it, and an
-assistant's "I" is the model's, not the user's life; so unrelated messages
-find little more to match (docs/benchmarks.md).
+misses the fact, while the clause alone meets the question. Only what the
+user tells, in a question's sentence too ("I'm a physiotherapist, so my back
+is fine, but what helps with jet lag?"): the clause that asks tells nothing,
+and an assistant's "I" is the model's, not the user's life; so unrelated
+messages find little more to match (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ _NAMED = re.compile(
     r"\b(?:[Mm]y|[Oo]ur)\s+(?:[a-z'\u2019-]+\s+){0,2}[a-z'\u2019-]+,?\s+"
     r"(?:(?:Mrs?|Ms|Dr)\.\s+)?[A-Z][\w'\u2019-]+"
 )
+# A clause that asks rather than tells ("what should I cook", "can you help").
+_ASKING = re.compile(
+    r"(?:what|how|why|when|where|which|who|whom|whose|is|are|am|was|were|do|does|did|can|could"
+    r"|would|will|should|shall|may|might|have|has|had)\b",
+    re.IGNORECASE,
+)
 _SELF = re.compile(
     r"\b(?:i|i'm|i've|i'd|i'll|my|mine|we|we're|we've|we'd|we'll|our|ours)\b", re.IGNORECASE
 )
@@ -54,16 +61,21 @@ def record_pieces(content: str, role: str | None) -> list[str]:
 
 
 def self_clauses(text: str, skip: list[str]) -> list[str]:
-    """The clauses of `text`'s statements (not its questions) in which the
-    speaker speaks of themselves, and the people and things of theirs named
-    there, each once, none of `skip` (commas aside)."""
+    """The clauses of `text` in which the speaker tells something of
+    themselves (a question's clauses before it asks, none that asks), and
+    the people and things of theirs named there, each once, none of `skip`
+    (commas aside)."""
     seen = {piece.replace(",", "") for piece in skip}
     found = []
     for sentence in _sentences(text):
-        if sentence.endswith("?"):
-            continue  # a request, not something the user tells
         named = [m.group(0) for m in _NAMED.finditer(sentence)]
-        for clause in [*_clauses(sentence), *named]:
+        clauses = _clauses(sentence)
+        if sentence.endswith("?"):
+            # a request, not something the user tells; but what the user
+            # says before asking is ("I'm a physiotherapist, so my back is
+            # fine, but what helps with jet lag?")
+            clauses = [c for c in clauses[:-1] if not _ASKING.match(c)]
+        for clause in [*clauses, *named]:
             clause = clause[:CHUNK_CHARS]
             said = clause.replace(",", "")
             if _SELF.search(clause) and said not in seen:

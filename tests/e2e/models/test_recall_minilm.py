@@ -210,6 +210,12 @@ IN_PASSING = (
         "What is my boy called?",
         "Theo",
     ),
+    (  # told in the sentence that asks, before it asks
+        "I'm a physiotherapist, so my back is fine after the flight, but what foods help"
+        " with jet lag?",
+        "What is my profession?",
+        "physiotherapist",
+    ),
 )
 
 

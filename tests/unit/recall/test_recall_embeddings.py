@@ -29,7 +29,7 @@ from newt.recall.embedder import (
     ServerEmbedder,
     chunks,
     make_embedder,
-    retired_space,
+    retired_spaces,
 )
 from newt.recall.engine import fuse
 from newt.recall.pieces import record_pieces
@@ -427,10 +427,11 @@ async def test_records_are_embedded_again_as_the_new_pieces_and_the_old_vectors_
     told = "We adopted a tortoise called Gus, and my brother built his pen."
     key = await add_turn(store, told)  # the user's message and its reply, "Noted."
     embedder = _CountingEmbedder("in-process m" + PIECES_TAG)
-    old = VectorIndex(store.db, retired_space(embedder.space))
-    assert old.space == "in-process m"
-    for record_id in (await _record_id(store, key), await _record_id(store, "r" + key[1:])):
-        await old.store(record_id, [[0.0, 1.0]])
+    olds = [VectorIndex(store.db, space) for space in retired_spaces(embedder.space)]
+    assert olds[-1].space == "in-process m" and olds[0].space == "in-process m / pieces 2"
+    for old in olds:
+        for record_id in (await _record_id(store, key), await _record_id(store, "r" + key[1:])):
+            await old.store(record_id, [[0.0, 1.0]])
     queue = EmbedQueue(store.db, embedder)
     queue.start()
     try:
@@ -440,7 +441,7 @@ async def test_records_are_embedded_again_as_the_new_pieces_and_the_old_vectors_
     assert told in embedder.texts and "my brother built his pen." in embedder.texts
     assert len(embedder.texts) == len(record_pieces(told, "user")) + 1  # the reply: one piece
     assert await VectorIndex(store.db, embedder.space).count() == 2
-    assert await old.count() == 0
+    assert [await old.count() for old in olds] == [0] * len(olds)
 
 
 async def test_until_a_store_is_embedded_again_its_older_vectors_are_searched(
@@ -452,7 +453,7 @@ async def test_until_a_store_is_embedded_again_its_older_vectors_are_searched(
     other = await add_turn(store, "a record only the vectors would find")
     embedder = _CountingEmbedder("in-process m" + PIECES_TAG)
     embedder.embed_query = _query_vector([0.0, 1.0])  # type: ignore[method-assign]
-    old = VectorIndex(store.db, retired_space(embedder.space))
+    old = VectorIndex(store.db, retired_spaces(embedder.space)[0])  # the newest older scheme
     await old.store(await _record_id(store, key), [[1.0, 0.0]])
     await old.store(await _record_id(store, other), [[0.0, 1.0]])
     engine = RecallEngine(store, embedder=embedder)

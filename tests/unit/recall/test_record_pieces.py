@@ -54,3 +54,15 @@ def test_someone_of_the_users_named_in_passing_is_a_piece_of_its_own() -> None:
         p.startswith("My mum") and len(p.split()) < 4
         for p in record_pieces("My mum's birthday is on the 3rd of September.", "user")
     )
+
+
+def test_what_the_user_tells_before_asking_is_a_piece_and_the_asking_is_not() -> None:
+    asked = "I'm a physiotherapist, so my back is fine, but what foods help with jet lag?"
+    pieces = record_pieces(asked, "user")
+    assert "I'm a physiotherapist" in pieces and "my back is fine" in pieces
+    assert not any(p.startswith("what foods") for p in pieces)
+    # a question that tells nothing, or only asks, stays whole
+    for asked in ("Can you help me with my CV?", "What should I cook, given that I'm vegan?"):
+        assert record_pieces(asked, "user") == chunks(asked)
+    # someone of the user's named inside a question is a piece of their own
+    assert "my partner Tomás" in record_pieces("What should I get my partner Tomás?", "user")
