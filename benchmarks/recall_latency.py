@@ -14,9 +14,10 @@ vectors are synthesized cheaply: the records are built from a pool of a few
 thousand distinct filler sentences plus each fact sentence, every one of those
 (and every distinct clause piece) is embedded for real, and a piece's vector is
 the normalized sum of its sentences' vectors plus a small random perturbation
-(cosine about 0.99 to the sum), so no two pieces are identical. The database is built once and cached
-under /tmp/newt-bench keyed by size, seed and pool; recall's hit counting
-updates access counts in the cache, which only shifts recoverability.
+(cosine about 0.99 to the sum), so no two pieces are identical. The database
+is built once and cached under /tmp/newt-bench keyed by size, seed and pool;
+recall's hit counting updates access counts in the cache, which only shifts
+recoverability.
 
 Then each question is recalled the way the agent recalls it:
 `RecallEngine.recall(RecallRequest(question, limit=64, retained_token_budget=768))`
