@@ -361,10 +361,12 @@ class RecallEngine:
         if await index.has_any():
             self._older = []  # embedded again (at least its newest records)
         else:
-            older = [old for old in self._older if await old.has_any()]
-            if not older:
+            for old in self._older:  # the newest older scheme that has vectors
+                if await old.has_any():
+                    index = old
+                    break
+            else:
                 return []  # nothing embedded yet: spare the backend the query
-            index = older[0]
         vector = await self.embedder.embed_query(query)
         if vector is None:
             return []

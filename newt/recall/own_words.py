@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import re
 
-# The user as speaker or owner; "me" and "us" are left out: "remind me",
-# "tell us" ask something of the assistant.
-_SELF = re.compile(
-    r"\b(?:i|i'm|i've|i'd|i'll|my|mine|myself|we|we're|we've|we'd|we'll|our|ours)\b", re.I
-)
+from newt.recall.pieces import SELF
+
+# The user is pieces.SELF (I, my, we, our; "me" and "us" are not in it:
+# "remind me", "tell us" ask something of the assistant).
 _ASSISTANT = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'd|you'll)\b", re.I)
 
 
 def about_the_user(message: str) -> bool:
     """Whether `message` speaks of the user and not of the assistant."""
     text = message.replace("\u2019", "'")
-    return _SELF.search(text) is not None and _ASSISTANT.search(text) is None
+    return SELF.search(text) is not None and _ASSISTANT.search(text) is None

@@ -45,7 +45,8 @@ _ASKING = re.compile(
     r"|would|will|should|shall|may|might|have|has|had)\b",
     re.IGNORECASE,
 )
-_SELF = re.compile(
+# The speaker speaking of themselves (own_words.py reads it too).
+SELF = re.compile(
     r"\b(?:i|i'm|i've|i'd|i'll|my|mine|we|we're|we've|we'd|we'll|our|ours)\b", re.IGNORECASE
 )
 
@@ -78,7 +79,7 @@ def self_clauses(text: str, skip: list[str]) -> list[str]:
         for clause in [*clauses, *named]:
             clause = clause[:CHUNK_CHARS]
             said = clause.replace(",", "")
-            if _SELF.search(clause) and said not in seen:
+            if SELF.search(clause) and said not in seen:
                 seen.add(said)
                 found.append(clause)
     return found
