@@ -16,8 +16,8 @@ third conversation folds at any window).
 
 Per question: right when the reply holds a gold answer (case-insensitive);
 and whether the reply was a failure a person would see (empty, a tool call
-in text, a placeholder: newt.non_answers, or a non-zero exit). `--ceiling`
-also asks the model the same questions with only the fact's message and the
+in text, a placeholder, a refusal: newt.non_answers, or a non-zero exit).
+`--ceiling` also asks the model the same questions with only the fact's message and the
 question in a minimal prompt, on one llama-server: the model's own ceiling.
 `--home DIR` keeps (or reuses) the planted home; reused with `--model`, the
 same life is asked of another model. The model defaults to the
@@ -204,7 +204,7 @@ def report(result: dict[str, Any]) -> list[str]:
     lines = [
         f"window {result['window']}: {sum(r['right'] for r in rows)} of {len(rows)} right,"
         f" {sum(bool(r['failure']) for r in rows)} failures (empty, call as text, placeholder,"
-        f" non-zero exit), fact in the request {sum(r['fact_in_request'] for r in rows)}"
+        f" refusal, non-zero exit), fact in the request {sum(r['fact_in_request'] for r in rows)}"
         f" of {len(rows)}; folds while planting:"
         f" {sum(t['folds'] for t in result['planted'])};"
         f" median {sorted(r['seconds'] for r in rows)[len(rows) // 2]:.0f} s a question",

@@ -8,7 +8,9 @@
   writing one copied back ("You may call one or more functions...");
 - "placeholder": a short reply that talks about answering instead of
   answering ("To answer this question, I would recall...") or says it
-  cannot know or remember.
+  cannot know or remember;
+- "refusal": a short reply that declines to help ("I'm sorry, but I can't
+  assist with that.").
 
 Why: a small model that fails a turn leaves text that reads like something
 said. Recalled, that line rides in the next request beside the real facts,
@@ -23,7 +25,7 @@ import json
 import re
 from typing import Literal
 
-NonAnswer = Literal["empty", "call", "placeholder"]
+NonAnswer = Literal["empty", "call", "placeholder", "refusal"]
 
 # A placeholder is short: a long reply that says "I would check" also says more.
 PLACEHOLDER_MAX_WORDS = 60
@@ -58,6 +60,12 @@ _PLACEHOLDERS = [
         r"\bas an ai\b",
     )
 ]
+# A refusal declines the request itself: "can't assist with that", not "can't wait".
+_REFUSAL = re.compile(
+    r"\b(?:can[’']t|cannot|can not|won[’']t|will not|unable to|not able to)"
+    r" (?:assist|help)(?: you)? with (?:that|this|it|your (?:request|question))\b",
+    re.I,
+)
 
 
 def kind_of(reply: str) -> NonAnswer | None:
@@ -67,9 +75,11 @@ def kind_of(reply: str) -> NonAnswer | None:
         return "empty"
     if _is_call(text) or _TEMPLATE_WORDS.search(text):
         return "call"
-    if len(text.split()) <= PLACEHOLDER_MAX_WORDS and any(p.search(text) for p in _PLACEHOLDERS):
+    if len(text.split()) > PLACEHOLDER_MAX_WORDS:
+        return None
+    if any(p.search(text) for p in _PLACEHOLDERS):
         return "placeholder"
-    return None
+    return "refusal" if _REFUSAL.search(text) else None
 
 
 def is_answer(reply: str, *, stopped_for_length: bool = False) -> bool:

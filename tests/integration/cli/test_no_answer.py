@@ -17,6 +17,7 @@ from tests.support.session_helpers import MODEL, newt_cmd
 FACT = "We finally got a dog last week, a greyhound called Biscuit."
 PLACEHOLDER = "To answer this question, I would recall the information from earlier conversations."
 DOUBLED = '{{"name": "recall_memory", "arguments": {"query": "4172"}}}'
+REFUSAL = "I'm sorry, but I can't assist with that."
 MADE_UP = '```json\n{"name": "cooking class", "arguments": {"when": "Tuesday"}}\n```'
 
 
@@ -47,7 +48,7 @@ def test_a_loop_of_calls_ends_in_an_error_not_an_empty_success(
     assert len(fake_openai.chat_requests) <= 3  # cut at the repeated call, not eight rounds
 
 
-@pytest.mark.parametrize("failure", [PLACEHOLDER, DOUBLED, MADE_UP, ""])
+@pytest.mark.parametrize("failure", [PLACEHOLDER, DOUBLED, MADE_UP, REFUSAL, ""])
 def test_a_reply_that_was_no_answer_is_never_recalled(
     fake_openai: FakeOpenAI, _isolated_home: Path, failure: str
 ) -> None:
@@ -61,7 +62,7 @@ def test_a_reply_that_was_no_answer_is_never_recalled(
     assert asked.returncode == 0, asked.stderr
     sent = json.dumps(fake_openai.chat_requests[-1].body["messages"])
     assert "Biscuit" in sent  # the fact is recalled
-    for line in (PLACEHOLDER, "4172", "cooking class", "recall the information"):
+    for line in (PLACEHOLDER, "4172", "cooking class", "recall the information", "assist with"):
         assert line not in sent
     con = sqlite3.connect(_isolated_home / "newt.db")
     try:

@@ -21,6 +21,8 @@ NOT_ANSWERS = {
     "I'm sorry, but I don't have access to personal information about you.": "placeholder",
     "I cannot recall details from previous conversations.": "placeholder",
     "There is no information about your dog in our conversation.": "placeholder",
+    "I'm sorry, but I can't assist with that.": "refusal",
+    "I cannot help you with this request.": "refusal",
 }
 ANSWERS = [
     "Your dog is called Biscuit.",
@@ -29,6 +31,8 @@ ANSWERS = [
     "I don't remember the exact day, but it was a Tuesday in May when we met.",
     "To make the bread, I would use more water and a hotter oven next time.",
     "Caroline: I'm so excited about the adoption meeting next week!",
+    "I can't wait to hear how the race goes!",
+    "Sorry, I can't assist with the move on Saturday, I'm in Bergen.",
 ]
 
 
