@@ -57,6 +57,8 @@ _PLACEHOLDERS = [
         r" (?:have )?(?:access|recall|remember|retrieve|know|see)\b[^.]{0,80}"
         r"\b(?:information|memory|memories|earlier|previous|past|personal|conversations?|details)",
         r"\b(?:i have|there is|there's) no (?:information|record|memory|mention) (?:of|about|on)\b",
+        r"\b(?:i|we) (?:do not|don't) have (?:any )?(?:information|details|records?|knowledge)"
+        r" (?:of|about|on|regarding)\b(?![^.]*\bbut\b)",  # "..., but in 2023 it was": an answer
         r"\bas an ai\b",
     )
 ]

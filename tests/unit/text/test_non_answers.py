@@ -21,6 +21,8 @@ NOT_ANSWERS = {
     "I'm sorry, but I don't have access to personal information about you.": "placeholder",
     "I cannot recall details from previous conversations.": "placeholder",
     "There is no information about your dog in our conversation.": "placeholder",
+    "I'm sorry, but I don't have any information about your relationship or personal life to"
+    " provide you with that answer.": "placeholder",
     "I'm sorry, but I can't assist with that.": "refusal",
     "I cannot help you with this request.": "refusal",
 }
@@ -32,6 +34,7 @@ ANSWERS = [
     "To make the bread, I would use more water and a hotter oven next time.",
     "Caroline: I'm so excited about the adoption meeting next week!",
     "I can't wait to hear how the race goes!",
+    "I don't have information about the 2025 prices, but in 2023 a ticket cost 40 euros.",
     "Sorry, I can't assist with the move on Saturday, I'm in Bergen.",
 ]
 
