@@ -27,7 +27,7 @@ from typing import Literal
 
 NonAnswer = Literal["empty", "call", "placeholder", "refusal"]
 
-# A placeholder is short: a long reply that says "I would check" also says more.
+# A placeholder or a refusal is short: a long reply that says "I would check" also says more.
 PLACEHOLDER_MAX_WORDS = 60
 
 # The keys a call written as text names its tool and arguments by (text_calls.py uses them).
