@@ -13,7 +13,7 @@ from newt.store import Store
 # The user's fact said in passing, and a reply full of the question's words.
 TURNS = [
     (
-        "I've been vegetarian since university, so no meat or fish please. Plan meals for two?",
+        "I avoid meat and fish: I've been vegetarian since university. Plan meals for two?",
         "A plan. Avoid sugary food at breakfast; the food to avoid at dinner is fried food.",
     ),
     ("Our hallway is getting a coat of sage green this weekend.", "Let the first coat dry."),
@@ -54,3 +54,32 @@ async def test_the_assistants_lines_are_not_carried_for_a_question_about_the_use
         # Off (to measure it), the reply rides along as before.
         engine.tuning = replace(engine.tuning, own_words=False)
         assert "assistant" in await roles("What sort of food do I avoid?")
+
+
+async def test_a_reply_that_is_no_hit_brings_no_lines_around_it(tmp_path: Path) -> None:
+    # Only the reply holds the message's words; the user's lines around it
+    # (its turn's message, the message after it) are about other things.
+    turns = [
+        (
+            "We live in Cork and it rains all the time. What amuses a twelve-year-old indoors?",
+            "Board games, baking, or a laptop game that never overheats an old laptop.",
+        ),
+        ("Our car is a grey Toyota Yaris hybrid.", "Hybrids need little servicing."),
+    ]
+    async with await Store.open(tmp_path / "newt.db") as store:
+        conv = await store.conversations.create()
+        for user, reply in turns:
+            turn = await store.turns.add_pending(conv.id, user)
+            await store.turns.complete(turn, reply)
+        engine = RecallEngine(store)
+
+        async def carried(query: str, from_user: bool = True) -> list[str]:
+            request = RecallRequest(query, limit=8, from_user=from_user)
+            found = await engine.recall(request, count_hits=False)
+            return [m.content for m in found.memories]
+
+        asked = "Why does my laptop overheat?"
+        assert await carried(asked) == []
+        # A search finds the reply, and the lines around it come with it.
+        searched = await carried(asked, from_user=False)
+        assert turns[0][1] in searched and turns[0][0] in searched, searched
