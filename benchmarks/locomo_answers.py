@@ -24,7 +24,8 @@ puts it there) on the real llama-server at temperature 0, three ways:
 
 Scored as LoCoMo scores answers: F1 of the normalised tokens of the reply
 against the gold answer (lower case, no punctuation, no articles), and
-whether the reply holds the normalised gold answer. Seconds per question
+whether the reply holds the normalised gold answer; a date counts either way
+round ("September 3, 2022" is held by "Saturday 3 September 2022"). Seconds per question
 are the model's, per line. No target: the point is to see whether
 the evidence in the request turns into answers. docs/benchmarks.md keeps the
 current table.
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import calendar
 import itertools
 import json
 import random
@@ -86,9 +88,23 @@ BASELINE_SYSTEM = (
 )
 
 
+MONTH_FIRST = re.compile(
+    r"\b(" + "|".join(calendar.month_name[1:]) + r")\s+(\d{1,2})(?:st|nd|rd|th)?\s*,?\s+(\d{4})\b",
+    re.I,
+)
+
+
+def day_first(text: str) -> str:
+    """Each date written month first ("June 11, 2023") written day first
+    ("11 June 2023"): one date either way round is one answer, and newt's
+    lines write their days day first."""
+    return MONTH_FIRST.sub(lambda m: f"{int(m.group(2))} {m.group(1)} {m.group(3)}", text)
+
+
 def normalise(text: str) -> list[str]:
-    """LoCoMo's answer normalisation: lower case, no punctuation, no articles."""
-    text = text.lower().replace(",", " ")
+    """LoCoMo's answer normalisation (lower case, no punctuation, no
+    articles), with every date written day first."""
+    text = day_first(text).lower().replace(",", " ")
     text = "".join(ch for ch in text if ch not in set(string.punctuation))
     text = re.sub(r"\b(a|an|the|and)\b", " ", text)
     return text.split()
