@@ -14,8 +14,8 @@ and its stages in the order they run (docs/design.md section 7):
              to its newer statement (context.py, newer.py)
 8. sittings  the lift of being said among other matches (sittings.py)
 9. own words the user's message about themselves carries only the user's
-             own lines (own_words.py); the assistant's lines leave before
-             the pairs, so they bring no context either
+             own lines, near it (own_words.py; the floor); the assistant's
+             lines leave before the pairs, so they bring no context either
 10. pack     (with a budget) the block as the request will carry it, best
              first, a statement only with its newer one (presentation.pack_block)
 11. count    one UPDATE ... RETURNING counts the hit on what was returned
@@ -290,8 +290,8 @@ class RecallEngine:
             return [], found.focus
         terms = found.focus or words
         records = await self._load(found.ranked[:pool], read)
-        records = related(records, found.cosines, found.weights, t)
         own = from_user and t.own_words and about_the_user(asked)
+        records = related(records, found.cosines, found.weights, t, own=own)
         if own:  # no hit, so no context: the lines around advice are not about the user
             records = [r for r in records if r.role != "assistant"]
         records = with_pairs(records, t.pair_share)

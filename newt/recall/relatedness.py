@@ -70,22 +70,31 @@ def related(
     cosines: dict[int, float],
     weights: dict[str, float],
     tuning: RecallTuning,
+    *,
+    own: bool = False,
 ) -> list[MemoryRecord]:
     """Those of `records` (best first) related to the message, in order; none
     when the message is related to nothing memory holds. `cosines`: the
     meaning path's cosine by record id (absent: not among the nearest, or no
-    meaning path); `weights`: `word_weights` of the message's words."""
+    meaning path); `weights`: `word_weights` of the message's words.
+
+    `own`: the message is about the user (own_words.about_the_user). With
+    meaning at hand, a record then needs `record_cosine`, or as much of the
+    message's words as the gate asks: the user's line that answers is near
+    in meaning, and in one person's chat an everyday word of the message
+    ("want", "learn", "good") weighs enough to bring lines about other
+    things. By words alone, a word is all there is to go on."""
     stems = term_stems(weights)
     cover = {r.id: coverage(r.content, weights, stems) for r in records}
     best_cosine = max((cosines.get(r.id, -1.0) for r in records), default=-1.0)
     best_cover = max(cover.values(), default=0.0)
     if best_cosine < tuning.gate_cosine and best_cover < tuning.gate_coverage:
         return []
-    return [
-        r
-        for r in records
-        if cosines.get(r.id, -1.0) >= tuning.record_cosine or cover[r.id] >= tuning.record_coverage
-    ]
+    floor = tuning.record_coverage
+    if own and cosines:
+        floor = max(floor, tuning.gate_coverage)
+    near = tuning.record_cosine
+    return [r for r in records if cosines.get(r.id, -1.0) >= near or cover[r.id] >= floor]
 
 
 def holds(text: str, word: str) -> bool:

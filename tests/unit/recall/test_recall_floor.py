@@ -66,6 +66,24 @@ def test_a_message_must_reach_the_gate_then_each_record_its_floor() -> None:
     assert [r.id for r in related(records, {}, {"write": 1.0}, tuning)] == [1]
 
 
+def test_a_message_about_the_user_needs_a_line_near_it_not_one_shared_word() -> None:
+    # "I want to make pancakes for breakfast": the gate is reached (a line
+    # near in meaning), and another line holds only the everyday "want".
+    tuning = RecallTuning()
+    weights = {"want": 1.0, "pancakes": 2.0, "breakfast": 1.5}
+    records = [
+        _record(1, "Weekend mornings we eat late, a slow breakfast with eggs."),
+        _record(2, "I want to visit my sister in Tromsø."),
+    ]
+    cosines = {1: 0.45, 2: 0.18}
+    assert coverage(records[1].content, weights) > tuning.record_coverage
+    assert [r.id for r in related(records, cosines, weights, tuning)] == [1, 2]
+    assert [r.id for r in related(records, cosines, weights, tuning, own=True)] == [1]
+    # by words alone, the shared word is all there is: the line still comes
+    by_words = related(records, {}, {"want": 1.0, "breakfast": 0.5}, tuning, own=True)
+    assert [r.id for r in by_words] == [1, 2]
+
+
 async def _keys(engine: RecallEngine, query: str) -> list[str]:
     found = await engine.recall(RecallRequest(query, limit=8), count_hits=False)
     return [m.key for m in found.memories]
