@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import aiosqlite
 
 from newt.store.db import Database
+from newt.store.forgotten import SHOWN_MESSAGES
 from newt.store.models import Conversation, RecordRole, ReplyDetails, StoredTurn, TurnStatus
 from newt.store.records import insert_record
 from newt.store.turn_edits import mark_replaced
@@ -72,11 +73,11 @@ def _conversation(row: aiosqlite.Row) -> Conversation:
     )
 
 
-_CONVERSATION_SELECT = """
+_CONVERSATION_SELECT = f"""
     SELECT c.*, (SELECT COUNT(*) FROM turns t
                  WHERE t.conversation_id = c.id AND t.kind = 'turn'
                  AND t.replaced_by IS NULL) AS turn_count,
-           (SELECT COUNT(*) + COALESCE(SUM(t.assistant IS NOT NULL AND t.assistant != ''), 0)
+           (SELECT {SHOWN_MESSAGES}
             FROM turns t WHERE t.conversation_id = c.id AND t.kind = 'turn'
                  AND t.replaced_by IS NULL) AS message_count,
            (SELECT p.title FROM conversations p WHERE p.id = c.parent_id) AS parent_title

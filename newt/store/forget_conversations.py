@@ -12,7 +12,7 @@ import aiosqlite
 
 from newt.store.db import Database, fetch_all
 from newt.store.forget_events import scrub_tool_events
-from newt.store.forgotten import Forgotten
+from newt.store.forgotten import SHOWN_MESSAGES, Forgotten
 from newt.store.scrub import scrub
 
 
@@ -30,10 +30,11 @@ async def delete_conversation(db: Database, conv_id: str) -> Forgotten:
             conn,
             "SELECT (SELECT count(*) FROM memory_records WHERE conversation_id = ?),"
             " (SELECT count(*) FROM notes WHERE conversation_id = ?),"
-            " (SELECT count(*) FROM turns WHERE conversation_id = ? AND kind = 'turn')",
+            f" (SELECT {SHOWN_MESSAGES} FROM turns t WHERE t.conversation_id = ?"
+            " AND t.kind = 'turn' AND t.replaced_by IS NULL)",
             (conv_id, conv_id, conv_id),
         )
-        records, notes, turns = counted[0]
+        records, notes, messages = counted[0]
         await conn.execute(
             "UPDATE conversations SET parent_id = NULL WHERE parent_id = ?", (conv_id,)
         )
@@ -42,7 +43,7 @@ async def delete_conversation(db: Database, conv_id: str) -> Forgotten:
         await cur.close()
     if not deleted:
         raise KeyError(conv_id)
-    done.records, done.notes, done.messages = int(records), int(notes), int(turns)
+    done.records, done.notes, done.messages = int(records), int(notes), int(messages)
     done.conversations = 1
     # what other conversations' tool calls quoted of it goes too (a fork's
     # records, handed over above, stay: the fork still says them)
@@ -82,7 +83,8 @@ async def forget_everything(db: Database) -> Forgotten:
             conn,
             "SELECT (SELECT count(*) FROM memory_records), (SELECT count(*) FROM notes),"
             " (SELECT count(*) FROM conversations),"
-            " (SELECT count(*) FROM turns WHERE kind = 'turn')",
+            f" (SELECT {SHOWN_MESSAGES} FROM turns t WHERE t.kind = 'turn'"
+            " AND t.replaced_by IS NULL)",
         )
         done.records, done.notes, done.conversations, done.messages = map(int, counted[0])
         await conn.execute("DELETE FROM conversations")

@@ -15,6 +15,15 @@ FORGOTTEN = "[forgotten]"
 """What a forgotten message reads as in the log, the screen and the request."""
 FORGOTTEN_TITLE = "(forgotten)"
 
+SHOWN_MESSAGES = f"""
+    COALESCE(SUM((t.user != '{FORGOTTEN}')
+                 + (t.assistant IS NOT NULL AND t.assistant NOT IN ('', '{FORGOTTEN}'))), 0)
+"""
+"""SQL over turns `t` (kind 'turn', not replaced): how many messages they show,
+the user's and the replies, a forgotten one not counted. Every count of a
+conversation's size (`newt list`, the picker, a delete's question and its
+report) is this one, so they agree."""
+
 _KEY = re.compile(r"^([trcn])(\d+)(?:\.(\d+))?$")
 
 

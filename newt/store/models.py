@@ -22,7 +22,8 @@ class Conversation:
     turn_count: int = 0
     """The user's messages (each with its reply, if any)."""
     message_count: int = 0
-    """Messages either side said: the user's and the replies."""
+    """Messages it shows, the user's and the replies, a forgotten one not counted:
+    every count of its size (store.forgotten.SHOWN_MESSAGES)."""
     parent_id: str | None = None
     """The conversation this one was forked from (None: not a fork)."""
     parent_title: str | None = None

@@ -51,7 +51,8 @@ async def _find(config: Config, conv_id: str) -> Conversation:
 
 
 def describe_conversation(conv: Conversation) -> str:
-    turns = f"{conv.turn_count} message" + ("" if conv.turn_count == 1 else "s")  # as the report
+    n = conv.message_count  # as the picker and the report count it
+    turns = f"{n} message" + ("" if n == 1 else "s")
     flags = " · incognito" if conv.incognito else ""
     return (
         f'"{clean(conv.title) or "(untitled)"}" ({conv.id[:12]}) · {turns}'

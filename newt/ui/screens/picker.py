@@ -47,7 +47,7 @@ def conversation_prompt(conv: Conversation, current: bool) -> Content:
         fork,
         "\n  ",
         (
-            f"{conv.id[:8]} · {messages(conv.turn_count)}"
+            f"{conv.id[:8]} · {messages(conv.message_count)}"
             f" · {conv.model or 'model?'} · {ago(conv.updated_at)}",
             "dim",
         ),
@@ -55,17 +55,18 @@ def conversation_prompt(conv: Conversation, current: bool) -> Content:
 
 
 def messages(n: int) -> str:
-    """How the picker counts a conversation's turns: as the delete report does."""
+    """A conversation's size as every count of it says it: the messages it
+    shows, the user's and the replies (store.forgotten.SHOWN_MESSAGES)."""
     return f"{n} message{'s' if n != 1 else ''}"
 
 
 def delete_details(conv: Conversation) -> list[str]:
     """What deleting `conv` takes, as the confirmation lists it (in the words
-    of the report that follows: "forgot 1 conversation, 5 messages, …")."""
-    turns = conv.turn_count
+    of the report that follows: "forgot 1 conversation, 6 messages, …")."""
+    n = conv.message_count
     return [
-        f"its {messages(turns)} with {'their replies' if turns != 1 else 'its reply'},"
-        f" and the memory records and vectors made from {'them' if turns != 1 else 'it'}",
+        f"its {messages(n)} and the memory records and vectors made from"
+        f" {'them' if n != 1 else 'it'}",
         "its summaries, its settings and the notes saved in it",
         "a fork of it keeps its own copy of what it shares",
     ]

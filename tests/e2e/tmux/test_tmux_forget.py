@@ -98,10 +98,10 @@ def test_forget_and_delete_leave_no_byte_behind(tmp_path: Path) -> None:
         press(term, "Up")
         term.type("d")
         screen = term.wait_for(f"Delete “Plan the trip to {TRIP}")
-        assert "y/n" in screen and "its 1 message with its reply" in screen
+        assert "y/n" in screen and "its 2 messages and the memory" in screen
         term.screenshot("picker-delete", "newt: d in /resume deletes a conversation, once asked")
         term.type("y")
-        screen = term.wait_for("forgot 1 conversation, 1 message, 2 memory records")
+        screen = term.wait_for("forgot 1 conversation, 2 messages, 2 memory records")
         screen = wait_gone(term, "2 conversations")  # the list, searched again
         assert "(forgotten)" in screen and "This chat goes on in a new conversation." in screen
         term.keys("Escape")

@@ -114,14 +114,14 @@ def test_delete_without_a_terminal_needs_yes(fake_openai: FakeOpenAI, home: Path
     result = offline("delete", conv[:10], home=home)
     assert result.returncode == 2
     assert "--yes" in result.stderr and "nothing was deleted" in result.stderr
-    assert "My locker code is" in result.stdout and "1 message" in result.stdout  # what it was
+    assert "My locker code is" in result.stdout and "2 messages" in result.stdout  # what it was
     assert "\x1b" not in result.stdout
     assert len(db_rows(home, "SELECT id FROM conversations")) == 2
     assert holds(home / "newt.db", SECRET)
 
     result = offline("delete", conv[:10], "--yes", home=home)
     assert result.returncode == 0, result.stderr
-    assert "forgot 1 conversation, 1 message, 2 memory records" in result.stdout
+    assert "forgot 1 conversation, 2 messages, 2 memory records" in result.stdout
     assert db_rows(home, "SELECT id FROM conversations") == [(other,)]
     assert holds(home / "newt.db", SECRET) == []
     assert holds(home / "newt.db", CONTROL)
@@ -340,6 +340,28 @@ def test_forget_by_key(fake_openai: FakeOpenAI, home: Path) -> None:
     assert both.returncode == 2
 
 
+def test_every_count_of_a_conversation_says_the_same_and_skips_the_forgotten(
+    fake_openai: FakeOpenAI, home: Path
+) -> None:
+    """`newt list`, `newt delete`'s question and its report count a conversation's
+    messages alike (the user's and the replies); a forgotten one is not a message
+    any more. They used to say 6, 3 and 3 of one conversation."""
+    conv, _ = two_conversations(fake_openai, home)
+    fake_openai.script(Reply(text="Noted, the gym is on Tuesdays."))
+    chat(fake_openai, home, "-r", conv[:10], "-p", "I go to the gym on Tuesdays.")
+    sizes = {r.split()[0]: r.split()[3] for r in offline("list", home=home).stdout.splitlines()[1:]}
+    assert sizes[conv[:12]] == "4"
+
+    message = next(h["key"] for h in search_json(home, SECRET) if h["kind"] == "message")
+    assert offline("memory", "forget", str(message), home=home).returncode == 0
+    sizes = {r.split()[0]: r.split()[3] for r in offline("list", home=home).stdout.splitlines()[1:]}
+    assert sizes[conv[:12]] == "3"
+    asked = offline("delete", conv[:10], home=home)
+    assert "3 messages" in asked.stdout, asked.stdout
+    done = offline("delete", conv[:10], "--yes", home=home)
+    assert "forgot 1 conversation, 3 messages," in done.stdout
+
+
 def test_forget_all(fake_openai: FakeOpenAI, home: Path) -> None:
     two_conversations(fake_openai, home)
     refused = offline("memory", "forget", "--all", home=home)
@@ -350,7 +372,7 @@ def test_forget_all(fake_openai: FakeOpenAI, home: Path) -> None:
 
     done = offline("memory", "forget", "--all", "--yes", home=home)
     assert done.returncode == 0, done.stderr
-    assert "forgot 2 conversations, 2 messages, 4 memory records" in done.stdout
+    assert "forgot 2 conversations, 4 messages, 4 memory records" in done.stdout
     assert offline("list", home=home).stdout == "no conversations yet\n"
     assert search_json(home, "") == []
     db = home / "newt.db"
@@ -413,7 +435,7 @@ def test_incognito_on_a_resumed_conversation_deletes_what_was_stored(
     assert len(search_json(home, SECRET)) == 2 and anywhere_in(home, SECRET)
     result = chat(fake_openai, home, "--incognito", "-c", "-p", "and one more thing")
     assert "newt: incognito: nothing of this conversation is saved" in result.stderr
-    assert "forgot 1 conversation, 1 message, 2 memory records" in result.stderr
+    assert "forgot 1 conversation, 2 messages, 2 memory records" in result.stderr
     assert SECRET in json.dumps(fake_openai.chat_requests[-1].body["messages"])  # it goes on
     conv = str(first["conversation_id"])
     assert db_rows(home, "SELECT count(*) FROM conversations WHERE id = ?", conv) == [(0,)]
@@ -478,7 +500,7 @@ async def test_incognito_in_the_tui(fake_openai: FakeOpenAI, home: Path) -> None
         assert "incognito: nothing saved" in screen.sub_title
         said = " ".join(n.message for n in app._notifications)
         assert "Nothing of this conversation is saved" in said
-        assert "forgot 1 conversation, 1 message, 2 memory records" in said
+        assert "forgot 1 conversation, 2 messages, 2 memory records" in said
         assert anywhere_in(home, SECRET) == []  # gone before the first turn
         await type_and_send(pilot, f"and {CONTROL} too")
         await wait_idle(pilot, screen)

@@ -109,7 +109,7 @@ async def test_rename_and_delete_from_the_resume_picker(
         await pilot.press("d")
         asked = await confirm(pilot)
         assert asked.question.startswith(f"Delete “My locker code is {SECRET}”? y/n")
-        assert any("its 1 message with its reply, and the memory" in d for d in asked.details)
+        assert any("its 2 messages and the memory" in d for d in asked.details)
         assert any("notes saved in it" in d for d in asked.details)
         await pilot.press("y")
         await until(pilot, lambda: picker.notice.startswith("Deleted"), "deleted")
@@ -347,7 +347,7 @@ async def test_incognito_from_settings_and_the_command(
         assert session.incognito
         said = [n for n in notices(screen) if n.startswith("Incognito")]
         assert said and "nothing of this conversation is saved from now on" in said[-1]
-        assert "forgot 1 conversation, 1 message, 2 memory records" in said[-1]
+        assert "forgot 1 conversation, 2 messages, 2 memory records" in said[-1]
         assert db_rows(home, "SELECT count(*) FROM conversations WHERE id = ?", conv_id) == [(0,)]
         assert holds(home / "newt.db", SECRET) == []  # the bytes are gone
 

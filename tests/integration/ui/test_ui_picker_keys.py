@@ -20,7 +20,7 @@ from newt.ui.screens.picker import PickerScreen, delete_details
 class Listed:
     id: str
     title: str
-    turn_count: int = 5
+    message_count: int = 10
     model: str = "m"
     updated_at: float = 0.0
     parent_id: str | None = None
@@ -48,7 +48,7 @@ class Host(App[None]):
     async def delete(self, conv_id: str) -> str:
         self.deleted.append(conv_id)
         self.convs = [c for c in self.convs if c.id != conv_id]
-        return "Deleted: forgot 1 conversation, 5 messages, 10 memory records"
+        return "Deleted: forgot 1 conversation, 10 messages, 10 memory records"
 
     def open_picker(self) -> PickerScreen:
         picker = PickerScreen(self.search, rename=self.rename, delete=self.delete)
@@ -107,6 +107,6 @@ async def test_an_arrow_before_the_rows_arrive_still_moves_the_selection() -> No
 
 
 def test_the_confirmation_counts_messages_as_the_report_does() -> None:
-    said = " ".join(delete_details(Listed("a1", "x", turn_count=5)))
-    assert "its 5 messages with their replies" in said and "turn" not in said
-    assert "its 1 message with its reply" in " ".join(delete_details(Listed("a", "x", 1)))
+    said = " ".join(delete_details(Listed("a1", "x", message_count=10)))
+    assert "its 10 messages and the memory records" in said and "turn" not in said
+    assert "its 1 message and the memory records" in " ".join(delete_details(Listed("a", "x", 1)))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from newt.agent.own_memory.status import MemoryStatus
 from newt.recall import EvidenceCapsule, RetentionReport
 from newt.store import Conversation, StoredTurn
+from newt.store.forgotten import FORGOTTEN
 
 
 @dataclass
@@ -74,7 +75,12 @@ class FakeState:
             self.base_url,
             time.time(),  # the picker shows "just now": stable in snapshots
             time.time(),
-            sum(1 for t in turns if t.kind == "turn"),
+            turn_count=sum(1 for t in turns if t.kind == "turn"),
+            message_count=sum(
+                (t.user != FORGOTTEN) + bool(t.assistant and t.assistant != FORGOTTEN)
+                for t in turns
+                if t.kind == "turn"
+            ),
         )
 
     def find(self, id_or_prefix: str) -> str:
